@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Builds the fork's wheel: pinned upstream jax + our modules + the series.
+
+  python tools/build.py [--upstream-wheel PATH] [--patches DIR] [--out DIR]
+
+Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
+and check its sha256; unpack it in a scratch folder; add the repo's jax/
+modules; apply patches/*.patch in order; stamp the version
+0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl.  Any failure
+stops the build with a message naming the step, and leaves dist/ as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import forklib  # noqa: E402
+
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--upstream-wheel", type=Path,
+                  help="use this file instead of downloading (still verified)")
+  ap.add_argument("--patches", type=Path, default=forklib.REPO / "patches")
+  ap.add_argument("--out", type=Path, default=forklib.REPO / "dist")
+  ap.add_argument("--quiet", action="store_true")
+  args = ap.parse_args(argv)
+  say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+
+  try:
+    pins = forklib.load_pins()
+    version = forklib.fork_version(pins)
+    if args.upstream_wheel:
+      wheel = forklib.verify_upstream(args.upstream_wheel, pins)
+    else:
+      wheel = forklib.fetch_upstream(pins)
+    say(f"upstream: {wheel.name} (sha256 verified)")
+    patches = forklib.patch_series(args.patches)
+    with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
+      stage = Path(tmp)
+      forklib.unpack_upstream(wheel, stage)
+      modules = forklib.add_modules(stage)
+      say(f"modules:  {len(modules)} added")
+      forklib.apply_series(stage, patches)
+      say(f"patches:  {len(patches)} applied")
+      forklib.stamp_version(stage, version, pins)
+      # Only now, with everything applied, does anything reach dist/.
+      out = forklib.build_wheel(stage, version, pins, args.out)
+    for old in args.out.glob("jax-*.whl"):
+      if old != out:
+        old.unlink()
+  except forklib.BuildError as e:
+    print(f"build failed: {e}", file=sys.stderr)
+    return 1
+  say(f"wheel:    {out.relative_to(forklib.REPO) if out.is_relative_to(forklib.REPO) else out}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
