@@ -7,12 +7,14 @@
 `checkout` makes DIR a git repository holding the `jax` package:
 
   upstream   pristine jax from the pinned, verified PyPI wheel (tag `upstream`)
-  modules    the repo's jax/ folder: the fork's new modules (tag `modules`)
+  modules    the repo's jax/ folder: the fork's new modules
   one commit per patch in patches/, in order (applied with `git am`)
 
-Edit files, commit, reorder or squash with `git rebase -i modules`; new
-modules may be added or changed in any commit.  Try the tree without building
-a wheel: `PYTHONPATH=DIR .venv/bin/python -m pytest tests`.
+Edit files and commit. To fold a change into an earlier patch, commit it as
+`fixup! <that patch's subject>` (`git commit --fixup <commit>`); changes to
+the fork's modules go into `fixup! modules: ...`, so that no patch commit
+touches a module; then `git rebase -i --autosquash upstream`.  Try the tree
+without building a wheel: `PYTHONPATH=DIR .venv/bin/python -m pytest tests`.
 
 `export` turns every commit after `modules` into one patch of its changes to
 upstream files (git format-patch style: subject, message, diffstat, diff) and
@@ -84,12 +86,28 @@ def _lines(r) -> list[str]:
   return [l for l in r.stdout.splitlines() if l]
 
 
+def _modules_commit(tree: Path) -> str:
+  """The commit right after `upstream`: the fork's modules.
+
+  Found by position, not by the `modules` tag, which a rebase leaves behind.
+  """
+  if git("rev-parse", "-q", "--verify", "refs/tags/upstream", cwd=tree,
+         check=False).returncode:
+    raise BuildError(f"{tree} has no tag 'upstream': not made by "
+                     "`pq.py checkout`")
+  commits = _lines(git("rev-list", "--reverse", "--first-parent",
+                       "upstream..HEAD", cwd=tree))
+  if not commits:
+    raise BuildError(f"{tree} has no commits after 'upstream'")
+  subject = git("log", "-1", "--format=%s", commits[0], cwd=tree).stdout
+  if not subject.startswith("modules:"):
+    raise BuildError(f"the first commit after 'upstream' in {tree} is "
+                     f"{subject.strip()!r}, not the modules commit")
+  return commits[0]
+
+
 def export(tree: Path, patch_dir: Path, modules_root: Path) -> int:
-  for tag in ("upstream", "modules"):
-    if git("rev-parse", "-q", "--verify", f"refs/tags/{tag}", cwd=tree,
-           check=False).returncode:
-      raise BuildError(f"{tree} has no tag {tag!r}: not made by "
-                       "`pq.py checkout`")
+  modules = _modules_commit(tree)
   if _lines(git("status", "--porcelain", cwd=tree)):
     raise BuildError(f"{tree} has uncommitted changes; commit them first")
   upstream_files = set(_lines(git("ls-tree", "-r", "--name-only", "upstream",
@@ -102,7 +120,7 @@ def export(tree: Path, patch_dir: Path, modules_root: Path) -> int:
   exclude = [f":(exclude){f}" for f in ours]
 
   with tempfile.TemporaryDirectory() as tmp:
-    git("format-patch", *_FORMAT_PATCH_OPTS, "-o", tmp, "modules..HEAD",
+    git("format-patch", *_FORMAT_PATCH_OPTS, "-o", tmp, f"{modules}..HEAD",
         "--", ".", *exclude, cwd=tree)
     new = sorted(Path(tmp).glob("*.patch"))
     patch_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,188 @@
+"""Tests of the fork's build: hash check, patch series, round trip, wheel."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from absl.testing import absltest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import forklib  # noqa: E402
+import pq  # noqa: E402
+
+PINS = forklib.load_pins(REPO)
+UPSTREAM_WHEEL = REPO / forklib.CACHE_DIR / PINS.jax_filename
+WHEELHOUSE = REPO / "build" / "wheelhouse"
+
+
+def _build(*args):
+  return subprocess.run([sys.executable, str(REPO / "tools" / "build.py"),
+                         "--quiet", *map(str, args)],
+                        capture_output=True, text=True, cwd=REPO)
+
+
+def _sha256(path):
+  return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class BuildTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    if not UPSTREAM_WHEEL.exists():
+      self.skipTest("run ./setup.sh first: no cached upstream wheel")
+    self.tmp = Path(tempfile.mkdtemp(prefix="devtrace-build-test-"))
+    self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+
+  def test_pins_agree(self):
+    req = (REPO / "tools" / "requirements.txt").read_text().splitlines()
+    self.assertIn(f"jaxlib=={PINS.jaxlib_version}", req)
+    self.assertEqual(PINS.jax_filename,
+                     f"jax-{PINS.jax_version}-py3-none-any.whl")
+
+  def test_hash_check_refuses_a_tampered_upstream_file(self):
+    tampered = self.tmp / PINS.jax_filename
+    data = bytearray(UPSTREAM_WHEEL.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    tampered.write_bytes(bytes(data))
+    out = self.tmp / "dist"
+    r = _build("--upstream-wheel", tampered, "--out", out)
+    self.assertEqual(r.returncode, 1, r.stderr)
+    self.assertIn("sha256 mismatch", r.stderr)
+    self.assertIn(PINS.jax_sha256, r.stderr)
+    self.assertIn(_sha256(tampered), r.stderr)
+    self.assertFalse(out.exists() and any(out.iterdir()))
+
+  def test_a_patch_that_does_not_apply_stops_the_build_with_its_name(self):
+    patches = self.tmp / "patches"
+    shutil.copytree(REPO / "patches", patches)
+    broken = patches / "9999-broken-context.patch"
+    broken.write_text(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: Test <test@example.com>\n"
+        "Subject: [PATCH] version: a hunk whose context is not upstream's\n"
+        "\n---\n"
+        "diff --git a/jax/version.py b/jax/version.py\n"
+        "--- a/jax/version.py\n"
+        "+++ b/jax/version.py\n"
+        "@@ -20,3 +20,4 @@ import os\n"
+        " this line is not in upstream's version.py\n"
+        "+_added = 1\n"
+        " neither is this one\n"
+        " nor this one\n")
+    out = self.tmp / "dist"
+    r = _build("--patches", patches, "--out", out)
+    self.assertEqual(r.returncode, 1, r.stderr)
+    self.assertIn("patch 9999-broken-context.patch does not apply", r.stderr)
+    self.assertIn("upstream file: jax/version.py", r.stderr)
+    self.assertIn("failing hunk (line 20)", r.stderr)
+    self.assertIn("+_added = 1", r.stderr)
+    self.assertFalse(out.exists() and any(out.iterdir()))
+
+  def test_a_module_may_not_replace_an_upstream_file(self):
+    fake_repo = self.tmp / "repo"
+    (fake_repo / "jax").mkdir(parents=True)
+    (fake_repo / "jax" / "version.py").write_text("# not upstream's\n")
+    stage = self.tmp / "stage"
+    forklib.unpack_upstream(UPSTREAM_WHEEL, stage)
+    with self.assertRaisesRegex(forklib.BuildError,
+                                "jax/version.py exists in upstream jax"):
+      forklib.add_modules(stage, fake_repo)
+
+  def test_checkout_then_export_reproduces_the_series_byte_for_byte(self):
+    tree = self.tmp / "tree"
+    self.assertEqual(pq.checkout(tree, REPO / "patches", REPO), 0)
+    log = forklib.git("log", "--format=%s", cwd=tree).stdout.splitlines()
+    self.assertEqual(len(log), len(forklib.patch_series(REPO / "patches")) + 2)
+    self.assertTrue(log[-1].startswith("upstream: jax"))
+    self.assertTrue(log[-2].startswith("modules:"))
+    out = self.tmp / "out"
+    self.assertEqual(pq.export(tree, out / "patches", out), 0)
+    ours = sorted(p.name for p in forklib.patch_series(REPO / "patches"))
+    theirs = sorted(p.name for p in forklib.patch_series(out / "patches"))
+    self.assertEqual(ours, theirs)
+    for name in ours:
+      self.assertEqual((REPO / "patches" / name).read_bytes(),
+                       (out / "patches" / name).read_bytes(), name)
+    self.assertEqual(forklib.module_files(REPO), forklib.module_files(out))
+    for rel in forklib.module_files(REPO):
+      self.assertEqual((REPO / rel).read_bytes(), (out / rel).read_bytes(), rel)
+
+  def test_export_puts_a_commit_s_module_changes_in_jax_and_the_rest_in_a_patch(self):
+    tree = self.tmp / "tree"
+    pq.checkout(tree, REPO / "patches", REPO)
+    (tree / "jax" / "_src" / "pq_test_module.py").write_text("X = 1\n")
+    version = tree / "jax" / "version.py"
+    version.write_text(version.read_text() + "# touched by a test\n")
+    forklib.git("add", "-A", cwd=tree)
+    forklib.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                "-m", "test: a change with a module and an upstream file",
+                cwd=tree)
+    out = self.tmp / "out"
+    pq.export(tree, out / "patches", out)
+    new = forklib.patch_series(out / "patches")[-1]
+    self.assertIn("test-a-change-with-a-module", new.name)
+    text = new.read_text()
+    self.assertIn("+# touched by a test", text)
+    self.assertNotIn("pq_test_module", text)
+    self.assertEqual((out / "jax" / "_src" / "pq_test_module.py").read_text(),
+                     "X = 1\n")
+
+  def test_the_wheel_is_reproducible_and_stamped(self):
+    a, b = self.tmp / "a", self.tmp / "b"
+    self.assertEqual(_build("--out", a).returncode, 0)
+    self.assertEqual(_build("--out", b).returncode, 0)
+    (wa,), (wb,) = a.glob("*.whl"), b.glob("*.whl")
+    self.assertEqual(wa.name, wb.name)
+    self.assertEqual(_sha256(wa), _sha256(wb))
+    version = forklib.fork_version(PINS, REPO)
+    self.assertEqual(wa.name, f"jax-{version}-py3-none-any.whl")
+    with zipfile.ZipFile(wa) as z:
+      meta = z.read(f"jax-{version}.dist-info/METADATA").decode()
+      self.assertIn(f"\nVersion: {version}\n", meta)
+      self.assertIn(f"\nRequires-Dist: jaxlib=={PINS.jaxlib_version}\n", meta)
+      self.assertIn(f"_release_version: str = {version!r}",
+                    z.read("jax/version.py").decode())
+      for rel in forklib.module_files(REPO):
+        self.assertEqual(z.read(rel.as_posix()), (REPO / rel).read_bytes())
+      record = z.read(f"jax-{version}.dist-info/RECORD").decode()
+      self.assertEqual(len(record.splitlines()), len(z.namelist()))
+
+  def test_the_wheel_installs_into_a_fresh_venv_beside_upstream_jaxlib(self):
+    if not WHEELHOUSE.exists():
+      self.skipTest("run ./setup.sh first: no wheelhouse")
+    dist = self.tmp / "dist"
+    self.assertEqual(_build("--out", dist).returncode, 0)
+    wheel, = dist.glob("*.whl")
+    venv = self.tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    r = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-index",
+         "--disable-pip-version-check", "--find-links", str(WHEELHOUSE),
+         f"jaxlib=={PINS.jaxlib_version}", str(wheel)],
+        capture_output=True, text=True)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    r = subprocess.run(
+        [str(py), "-c", "import jax, jaxlib; print(jax.__version__); "
+         "print(jax.__version_info__); print(jaxlib.__version__); "
+         "print(jax.__file__); print(jax.numpy.ones(2).sum())"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
+    self.assertEqual(r.returncode, 0, r.stderr)
+    version, info, jaxlib_version, path, total = r.stdout.splitlines()
+    self.assertEqual(version, forklib.fork_version(PINS, REPO))
+    self.assertEqual(info, str(tuple(
+        int(p) for p in PINS.jax_version.split("."))))
+    self.assertEqual(jaxlib_version, PINS.jaxlib_version)
+    self.assertTrue(path.startswith(str(venv)), path)
+    self.assertEqual(total, "2.0")
+
+
+if __name__ == "__main__":
+  absltest.main()
