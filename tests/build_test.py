@@ -27,6 +27,12 @@ def _build(*args):
                         capture_output=True, text=True, cwd=REPO)
 
 
+def _clean_env():
+  # pytest-xdist workers run with a PYTHONPATH that would show a fresh venv
+  # this repository's environment.
+  return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _sha256(path):
   return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -167,13 +173,13 @@ class BuildTest(absltest.TestCase):
         [str(py), "-m", "pip", "install", "-q", "--no-index",
          "--disable-pip-version-check", "--find-links", str(WHEELHOUSE),
          f"jaxlib=={PINS.jaxlib_version}", str(wheel)],
-        capture_output=True, text=True)
+        capture_output=True, text=True, env=_clean_env(), cwd=self.tmp)
     self.assertEqual(r.returncode, 0, r.stderr)
     r = subprocess.run(
         [str(py), "-c", "import jax, jaxlib; print(jax.__version__); "
          "print(jax.__version_info__); print(jaxlib.__version__); "
          "print(jax.__file__); print(jax.numpy.ones(2).sum())"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
+        capture_output=True, text=True, env=_clean_env(), cwd=self.tmp)
     self.assertEqual(r.returncode, 0, r.stderr)
     version, info, jaxlib_version, path, total = r.stdout.splitlines()
     self.assertEqual(version, forklib.fork_version(PINS, REPO))

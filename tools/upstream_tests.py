@@ -42,8 +42,10 @@ def extract_tests(jax_repo: Path, dest: Path) -> str:
   dest.mkdir(parents=True)
   with tempfile.TemporaryDirectory() as tmp:
     tar = Path(tmp) / "tests.tar"
+    # pyproject.toml holds upstream's pytest settings (warnings as errors).
     subprocess.run(["git", "archive", "--format=tar", "-o", str(tar), "HEAD",
-                    "tests", "conftest.py"], cwd=jax_repo, check=True)
+                    "tests", "conftest.py", "pyproject.toml"], cwd=jax_repo,
+                   check=True, stderr=subprocess.DEVNULL)
     with tarfile.open(tar) as t:
       t.extractall(dest, filter="data")
   stamp.write_text(head)
@@ -116,6 +118,7 @@ def run(python: Path, tests_dir: Path, files: list[str], xml: Path, n: int,
         k: str | None, pythonpath: str | None) -> int:
   env = _test_env(pythonpath)
   cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "--rootdir", str(tests_dir),
          "--junitxml", str(xml), "-o", "junit_family=xunit1",
          *(["-n", str(n)] if n > 1 else []), *(["-k", k] if k else []),
          *[f"tests/{f}" for f in files]]
