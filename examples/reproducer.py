@@ -32,8 +32,9 @@ def cases():
   return [
       ("zeros(0, device=x.device), x@cpu:3",
        lambda: jax.jit(lambda x: jnp.zeros(0, device=x.device))(x3)),
-      ("next(iter(x.devices())), x@cpu:3",
-       lambda: jax.jit(lambda x: next(iter(x.devices())))(x3)),
+      ("zeros(0, device=next(iter(x.devices()))), x@cpu:3",
+       lambda: jax.jit(lambda x: jnp.zeros(
+           0, device=next(iter(x.devices()))))(x3)),
       ("zeros(0), unused x@cpu:3",
        lambda: jax.jit(lambda x: jnp.zeros(0))(x3)),
       ("where(x > 0, zeros(1), ones(1)), x@cpu:3",
@@ -88,7 +89,7 @@ def run_here():
       res = describe(thunk())
     except Exception as e:  # noqa: BLE001 -- the error is the result
       first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-      res = f"{type(e).__name__}: {first[:70]}"
+      res = f"{type(e).__name__}: {first[:48]}..."
     out.append((name, res))
   return out
 

@@ -1,0 +1,545 @@
+# Device tracing: the committed device of staged values.
+#
+# Written for the device-tracing fork of JAX (jax-ml/jax#26000). Licensed under
+# the Apache License, Version 2.0, like the JAX code it extends.
+"""The committed device of traced values.
+
+Every array value has an optional *committed device*: a ``jax.Device``, or
+``None`` for an uncommitted value, which follows the computation. This is eager
+JAX's ``committed`` notion carried into the abstract value:
+``core.ShapedArray.device``.
+
+When values meet in an operation, the result's device is the *join* of the
+inputs' devices: ``None ⊔ d = d``, ``d ⊔ d = d``, and ``d1 ⊔ d2`` with
+``d1 != d2`` is an error, raised while tracing.
+
+A staged computation (one function being traced to a jaxpr) has a
+:class:`Placement`: the committed device of the computation, where it came from,
+and whether the trace has read ``x.device`` of an uncommitted value. The
+*computation device* is the committed device, or the default device when
+nothing committed it. ``tracer.device`` of an uncommitted value returns it.
+
+Jaxprs record every committed source in the avals of their variables (jit
+arguments, closed-over constants, the outputs of ``device_put`` and of creation
+functions given ``device=``), so :func:`jaxpr_device` can recover the device of
+a computation from the jaxpr alone, before dead-code elimination. Lowering uses
+it to place the computation (``pxla.lower_sharding_computation``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from jax._src import config
+from jax._src import source_info_util
+from jax._src import util
+from jax._src.lib import xla_client as xc
+
+Device = xc.Device
+
+
+def enabled() -> bool:
+  return config.device_tracing.value
+
+
+def device_str(d: Device) -> str:
+  return f"{d.platform}:{d.id}"
+
+
+def _dev_ids_plat_str(d: Device) -> str:
+  # The phrasing of stages.DeviceAssignmentMismatch, so that the errors read
+  # the same as upstream JAX's device-mismatch errors.
+  return f"with device ids [{d.id}] on platform {d.platform.upper()}"
+
+
+def default_device() -> Device:
+  """The device an uncommitted computation runs on."""
+  from jax._src import xla_bridge as xb  # pyrefly: ignore[missing-import]
+  d = config.default_device.value
+  if isinstance(d, str):
+    return xb.get_backend(d).local_devices()[0]
+  return d or xb.local_devices()[0]
+
+
+class DeviceConflictError(ValueError):
+  """Values committed to different devices meet in one computation."""
+
+
+class DeviceTracingUnavailable(AttributeError):
+  """`x.device` has no single answer (for example, a multi-device value)."""
+
+
+class RetraceOnDevice(BaseException):
+  """Internal: trace the top-level computation again, on `device`.
+
+  Raised when a committed source conflicts with a device that came from
+  reading `x.device` of an uncommitted value before anything committed the
+  computation. A BaseException, so that user code and JAX internals that
+  catch Exception let it through to `pe.trace_to_jaxpr_nocache`.
+  """
+
+  def __init__(self, device):
+    super().__init__(device)
+    self.device = device
+
+
+# --------------------------------------------------------------------------
+# Where a committed device came from
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+  """Where a committed device entered a computation, for error messages."""
+  device: Device
+  what: str                 # "argument x of f", "jnp.zeros(...)", ...
+  source_info: source_info_util.SourceInfo | None = None  # the user's line
+  is_argument: bool = False
+
+  @property
+  def where(self) -> str | None:
+    return _user_summary(self.source_info)
+
+  def describe(self) -> str:
+    s = f"{self.what} {_dev_ids_plat_str(self.device)}"
+    if (where := self.where):
+      s += f" (called at {where})" if self.is_argument else f" at {where}"
+    return s
+
+
+def _user_summary(source_info) -> str | None:
+  if source_info is None or source_info.traceback is None:
+    return None
+  s = source_info_util.summarize(source_info)
+  return s if s and s != "unknown" else None
+
+
+# Public names of the internal functions that create committed values, keyed
+# by (file name suffix, function name).
+_API_PREFIXES = (
+    ("/numpy/", "jnp."),
+    ("/lax/", "lax."),
+    ("/random.py", "jax.random."),
+    ("/api.py", "jax."),
+    ("/pjit.py", "jax.lax."),
+)
+
+
+def _called_api_name() -> str | None:
+  """Name of the JAX function the user called, e.g. ``jnp.zeros``.
+
+  That is the outermost JAX frame below the innermost user frame.
+  """
+  f = sys._getframe(1)
+  api = None
+  while f is not None:
+    fname = f.f_code.co_filename
+    if source_info_util.is_user_filename(fname):
+      break
+    api = f
+    f = f.f_back
+  if api is None or f is None:
+    return None
+  name, fname = api.f_code.co_name, api.f_code.co_filename.replace("\\", "/")
+  if name == "_to_device":
+    return "x.to_device"
+  if name.startswith("_"):
+    return None
+  for suffix, prefix in _API_PREFIXES:
+    if suffix in fname:
+      return prefix + name
+  return name
+
+
+def call_source(device: Device, default_what: str,
+                source_info=None) -> Source:
+  """A Source for a value committed by the call being staged right now."""
+  api = _called_api_name()
+  what = f"{api}(..., device={device_str(device)})" if api else default_what
+  return Source(device, what, source_info or source_info_util.current())
+
+
+def argument_source(device: Device, debug_info, index: int, aval,
+                    call_site) -> Source:
+  return Source(device, _argument_what(debug_info, index, aval), call_site,
+                is_argument=True)
+
+
+def _argument_what(debug_info, index: int, aval) -> str:
+  arg_name = None
+  fun_name = "the function"
+  if debug_info is not None:
+    fun_name = debug_info.func_name
+    names = debug_info.arg_names
+    if names is not None and index < len(names):
+      arg_name = names[index]
+  what = f"argument {arg_name or f'#{index}'} of {fun_name}"
+  if aval is not None:
+    what += f" with shape {aval.str_short()} and"
+  return what
+
+
+def constant_source(device: Device, aval, source_info=None) -> Source:
+  return Source(device, f"closed-over constant {aval.str_short()}",
+                source_info or source_info_util.current())
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+_HOW_TO_FIX = (
+    "A jitted computation runs on one device: every committed value in it "
+    "must be committed to that device. Move values with jax.device_put "
+    "before they enter the computation, or leave them uncommitted.")
+
+
+def conflict_error(first: Source | None, second: Source | None,
+                   d1: Device, d2: Device, *, meet: str | None = None,
+                   meet_where: str | None = None) -> DeviceConflictError:
+  def desc(src, d):
+    if src is None:
+      return f"a value {_dev_ids_plat_str(d)}"
+    return src.describe()
+  msg = (f"Received incompatible devices for jitted computation. Got "
+         f"{desc(first, d1)} and {desc(second, d2)}.")
+  if meet:
+    msg += f" They meet in `{meet}`"
+    msg += f" at {meet_where}." if meet_where else "."
+  msg += (f"\nDevices {device_str(d1)} and {device_str(d2)} cannot both hold "
+          f"values of one computation. {_HOW_TO_FIX}")
+  return DeviceConflictError(msg)
+
+
+# --------------------------------------------------------------------------
+# The join
+
+class JoinConflict(Exception):
+  """Two inputs of one operation are committed to different devices."""
+
+  def __init__(self, d1, d2):
+    super().__init__(d1, d2)
+    self.d1, self.d2 = d1, d2
+
+
+def join_avals(avals: Iterable[Any]) -> Device | None:
+  """The join of the avals' devices; raises JoinConflict on a conflict."""
+  out = None
+  for a in avals:
+    d = getattr(a, "device", None)
+    if d is not None and d is not out:
+      if out is None:
+        out = d
+      elif d != out:
+        raise JoinConflict(out, d)
+  return out
+
+
+@lru_cache(maxsize=4096)
+def with_device(aval, device):
+  """`aval` committed to `device` (cached: it runs once per staged op)."""
+  return aval.update(device=device)
+
+
+def place_outputs(in_device: Device | None, out_avals: list[Any]
+                  ) -> tuple[list[Any], list[Device]]:
+  """Gives uncommitted outputs the inputs' device.
+
+  Returns the new output avals and the devices that outputs are committed to
+  other than `in_device` (the devices the operation itself introduced, as
+  device_put does).
+  """
+  from jax._src import core  # pyrefly: ignore[missing-import]
+  introduced = []
+  new = out_avals
+  for i, a in enumerate(out_avals):
+    if type(a) is not core.ShapedArray:
+      continue
+    d = a.device
+    if d is None:
+      if in_device is not None:
+        if new is out_avals:
+          new = list(out_avals)
+        new[i] = with_device(a, in_device)
+    elif d != in_device and d not in introduced:
+      introduced.append(d)
+  return new, introduced
+
+
+# --------------------------------------------------------------------------
+# Placement of one staged computation
+
+class JitContext(NamedTuple):
+  """What a jit call tells the computation it is about to stage."""
+  device: Device | None = None   # jit-level committed device (device=, ...)
+  what: str | None = None        # where it came from, for errors
+  multi_device: bool = False     # the computation spans several devices
+
+
+class Placement:
+  """Placement state of one function being staged to a jaxpr.
+
+  A *strict* placement belongs to a computation compiled as one (a jit, or a
+  jaxpr staged inside one): a second committed device in it is an error. A
+  placement of a jaxpr that eager autodiff evaluates op by op (a linearized
+  tangent outside jit) is not strict, as eager values on two devices may meet
+  there through device_put. Multi-device computations keep JAX's sharding
+  semantics and are not strict either.
+  """
+  __slots__ = ("parent", "device", "source", "estimate", "multi_device",
+               "strict", "observed", "hinted", "call_site", "_active")
+
+  parent: Placement | None
+  device: Device | None       # the committed device, once a source set it
+  source: Source | None       # where it came from
+  estimate: Device | None     # the computation device as far as known
+  multi_device: bool
+  strict: bool
+  observed: list[tuple[Device, str | None]]  # `.device` reads, uncommitted
+  hinted: bool                # a retrace: the estimate is the final device
+  call_site: source_info_util.SourceInfo     # where the function was called
+
+  def __init__(self, parent: Placement | None, jit: JitContext | None):
+    self.parent = parent
+    self.device = None
+    self.source = None
+    # The enclosing computation's device, as the trace context says.
+    self.estimate = config.device_tracing_ambient.value
+    self.multi_device = ((parent is not None and parent.multi_device) or
+                         (jit is not None and jit.multi_device))
+    self.strict = parent is not None and parent.strict
+    self.observed = []
+    self.hinted = parent is not None and parent.hinted
+    self.call_site = source_info_util.current()
+    self._active = False
+    if jit is not None and jit.device is not None:
+      self.commit(jit.device, Source(jit.device, jit.what or "jit"))
+
+  @property
+  def is_top_level(self) -> bool:
+    return self.parent is None
+
+  def stage_whole(self):
+    """Marks this placement as that of a computation compiled as one."""
+    self.strict = not self.multi_device
+
+  def commit(self, device: Device, source: Source | Callable[[], Source]):
+    """Records a committed source; raises if it conflicts with an earlier one."""
+    if self.device is None:
+      self.device = device
+      self.source = source() if callable(source) else source
+      if self.estimate != device:
+        self.estimate = device
+        if self._active:
+          config.device_tracing_ambient.set_local(device)
+    elif device != self.device and self.strict:
+      if not self.hinted and self._observed(self.device):
+        # The first device may have come from reading `x.device` before
+        # this one decided the computation: trace again, knowing it.
+        raise RetraceOnDevice(device)
+      src = source() if callable(source) else source
+      raise conflict_error(self.source, src, self.device, device)
+
+  def _observed(self, device: Device) -> bool:
+    p: Placement | None = self
+    while p.parent is not None:
+      p = p.parent
+    return any(d == device for d, _ in p.observed)
+
+  def hint(self, device: Device):
+    """Makes this a retrace that knows the computation device."""
+    self.estimate = device
+    self.hinted = True
+
+  def source_for(self, device: Device) -> Source | None:
+    return self.source if device == self.device else None
+
+  def observe(self, what: str) -> Device:
+    """The computation device, for `.device` of an uncommitted value."""
+    if self.device is not None:
+      return self.device
+    if self.multi_device:
+      raise DeviceTracingUnavailable(
+          f"The 'device' attribute is not available on {what}: the "
+          "computation spans several devices (its inputs or shardings are "
+          "multi-device), so an uncommitted value has no single device. Use "
+          "`jax.typeof(x).sharding`, or commit the value with "
+          "jax.device_put(x, device).")
+    d = self.estimate if self.estimate is not None else default_device()
+    where = _user_summary(source_info_util.current())
+    p: Placement | None = self
+    while p is not None:
+      p.observed.append((d, where))
+      p = p.parent
+    return d
+
+  def stale_observation(self, final: Device | None
+                        ) -> tuple[Device, str | None] | None:
+    """A `.device` read that the final computation device contradicts."""
+    want = final if final is not None else (
+        self.estimate if self.estimate is not None else default_device())
+    for d, where in self.observed:
+      if d != want:
+        return d, where
+    return None
+
+
+class _State(threading.local):
+  def __init__(self):
+    self.stack: list[Placement] = []
+    self.jit: JitContext | None = None
+
+
+_state = _State()
+
+
+def current() -> Placement | None:
+  stack = _state.stack
+  return stack[-1] if stack else None
+
+
+class jit_scope:
+  """Passes a jit call's context to the computation it stages.
+
+  The jit-level device also becomes the trace context's ambient device, so
+  that traces made for it are not reused for other jits of the same function.
+  A no-op for None.
+  """
+  __slots__ = ("jit", "prev_jit", "prev_ambient")
+
+  def __init__(self, jit: JitContext | None):
+    self.jit = jit
+
+  def __enter__(self):
+    if self.jit is not None:
+      self.prev_jit, _state.jit = _state.jit, self.jit
+      if self.jit.device is not None:
+        self.prev_ambient = config.device_tracing_ambient.swap_local(
+            self.jit.device)
+
+  def __exit__(self, *exc):
+    if self.jit is not None:
+      _state.jit = self.prev_jit
+      if self.jit.device is not None:
+        config.device_tracing_ambient.set_local(self.prev_ambient)
+
+
+def new_placement() -> Placement:
+  return Placement(current(), _state.jit)
+
+
+class placement_scope:
+  """Makes `placement` the active one while a function is staged.
+
+  Traces started inside see its estimate of the computation device as the
+  trace context's ambient device. A no-op for None (device tracing off).
+  """
+  __slots__ = ("placement", "prev_ambient", "prev_jit")
+
+  def __init__(self, placement: Placement | None):
+    self.placement = placement
+
+  def __enter__(self):
+    p = self.placement
+    if p is not None:
+      _state.stack.append(p)
+      p._active = True
+      self.prev_ambient = config.device_tracing_ambient.swap_local(p.estimate)
+      # A jit's context is for the computation it stages, not nested ones.
+      self.prev_jit, _state.jit = _state.jit, None
+    return p
+
+  def __exit__(self, *exc):
+    p = self.placement
+    if p is not None:
+      p._active = False
+      config.device_tracing_ambient.set_local(self.prev_ambient)
+      _state.jit = self.prev_jit
+      popped = _state.stack.pop()
+      assert popped is p
+
+
+def tracer_device(tracer) -> Device:
+  """`tracer.device`: its committed device, else the computation device."""
+  aval = tracer.aval
+  d = aval.device
+  if d is not None:
+    return d
+  mesh = aval.sharding.mesh
+  if not mesh.empty and mesh.size != 1:
+    raise DeviceTracingUnavailable(
+        f"The 'device' attribute is not available on {tracer._error_repr()}, "
+        f"which is sharded over a mesh of {mesh.size} devices. Use "
+        "`jax.typeof(x).sharding` instead.")
+  p = current()
+  if p is None:
+    return default_device()
+  return p.observe(tracer._error_repr())
+
+
+def stale_error(observed: tuple[Device, str | None], final: Device,
+                source: Source | None) -> DeviceConflictError:
+  d, where = observed
+  msg = (f"`x.device` of an uncommitted value was read "
+         f"{f'at {where} ' if where else ''}while the computation device "
+         f"was not yet decided, and returned {device_str(d)}; later "
+         f"{source.describe() if source else 'a value'} committed the "
+         f"computation to {device_str(final)}. Tracing again with "
+         f"{device_str(final)} as the computation device still read "
+         f"{device_str(d)}. Commit the computation first: pass an argument "
+         f"committed with jax.device_put(x, device), or use `device=` before "
+         "reading `x.device`.")
+  return DeviceConflictError(msg)
+
+
+# --------------------------------------------------------------------------
+# The device of a jaxpr
+
+class JaxprDevice(NamedTuple):
+  device: Device
+  source: Source
+
+
+def _eqn_source(eqn, device) -> Source:
+  return Source(device, f"`{eqn.primitive.name}`", eqn.source_info)
+
+
+def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
+  from jax._src import core  # pyrefly: ignore[missing-import]
+  found: dict[Device, Source] = {}
+  num_consts = len(jaxpr.consts)
+  for i, v in enumerate(jaxpr.all_invars):
+    d = getattr(v.aval, "device", None)
+    if d is not None and d not in found:
+      found[d] = (Source(d, f"closed-over constant {v.aval.str_short()}")
+                  if i < num_consts else
+                  Source(d, _argument_what(jaxpr.debug_info, i - num_consts,
+                                           v.aval), is_argument=True))
+  for eqn in jaxpr.eqns:
+    for v in eqn.invars:
+      if type(v) is core.Literal:
+        d = getattr(v.aval, "device", None)
+        if d is not None and d not in found:
+          found[d] = Source(d, f"closed-over constant {v.aval.str_short()}")
+    for v in eqn.outvars:
+      d = getattr(v.aval, "device", None)
+      if d is not None and d not in found:
+        found[d] = _eqn_source(eqn, d)
+    for sub in core.jaxprs_in_params(eqn.params):
+      for d, src in jaxpr_devices(sub):
+        found.setdefault(d, src)
+  return tuple(JaxprDevice(d, src) for d, src in found.items())
+
+
+# Every committed device of a jaxpr, before any DCE, each with its first source,
+# in order: arguments, constants, then the values of the equations (nested
+# jaxprs included). A jaxpr that traced without error has at most one.
+jaxpr_devices = util.weakref_lru_cache(_jaxpr_devices)
+
+
+def jaxpr_device(jaxpr) -> JaxprDevice | None:
+  """The committed device of a jaxpr's computation, or None."""
+  devices = jaxpr_devices(jaxpr)
+  return devices[0] if devices else None
