@@ -3,19 +3,12 @@
   .venv/bin/python examples/reproducer.py [--upstream .venv-upstream/bin/python]
 
 Runs each case of DESIGN.md section 1 on 8 virtual CPU devices with this
-interpreter's jax and, given --upstream, again with that interpreter's, and
+interpreter's jax and with upstream's (.venv-upstream, when it exists), and
 prints one table: where each result landed (device, and whether it is
 committed), or the error raised.
 """
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_force_host_platform_device_count=8")
+from _compare import main
 
 
 def cases():
@@ -68,56 +61,5 @@ def _compat_device(x):
   return seen[0]
 
 
-def describe(result):
-  import jax
-  if result is None:
-    return "returned None"
-  if isinstance(result, str):
-    return result
-  if isinstance(result, jax.Array):
-    dev = result.device
-    return f"{dev.platform}:{dev.id}{' committed' if result.committed else ''}"
-  if hasattr(result, "platform") and hasattr(result, "id"):
-    return f"returned {result.platform}:{result.id}"
-  return repr(result)
-
-
-def run_here():
-  out = []
-  for name, thunk in cases():
-    try:
-      res = describe(thunk())
-    except Exception as e:  # noqa: BLE001 -- the error is the result
-      first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-      res = f"{type(e).__name__}: {first[:48]}..."
-    out.append((name, res))
-  return out
-
-
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--upstream", help="python of an upstream-jax environment")
-  ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-  args = ap.parse_args()
-  import jax
-  here = run_here()
-  if args.json:
-    print(json.dumps({"version": jax.__version__, "rows": here}))
-    return
-  cols = [(f"jax {jax.__version__}", dict(here))]
-  if args.upstream:
-    r = subprocess.run([args.upstream, __file__, "--json"],
-                       capture_output=True, text=True, check=True)
-    up = json.loads(r.stdout.strip().splitlines()[-1])
-    cols.insert(0, (f"upstream jax {up['version']}", dict(up["rows"])))
-  names = [n for n, _ in here]
-  w0 = max(map(len, names))
-  widths = [max(len(h), *(len(v) for v in c.values())) for h, c in cols]
-  print("  ".join([" " * w0] + [h.ljust(w) for (h, _), w in zip(cols, widths)]))
-  for n in names:
-    print("  ".join([n.ljust(w0)] +
-                    [c[n].ljust(w) for (_, c), w in zip(cols, widths)]))
-
-
 if __name__ == "__main__":
-  main()
+  main(cases, __file__)
