@@ -31,13 +31,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from jax._src import config
 from jax._src import source_info_util
-from jax._src import util
 from jax._src.lib import xla_client as xc
 
 Device = xc.Device
@@ -533,10 +533,33 @@ def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   return tuple(JaxprDevice(d, src) for d, src in found.items())
 
 
-# Every committed device of a jaxpr, before any DCE, each with its first source,
-# in order: arguments, constants, then the values of the equations (nested
-# jaxprs included). A jaxpr that traced without error has at most one.
-jaxpr_devices = util.weakref_lru_cache(_jaxpr_devices)
+_jaxpr_devices_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
+  """Every committed device of a jaxpr, before any DCE.
+
+  Each with its first source, in order: arguments, constants, then the values
+  of the equations (nested jaxprs included). A jaxpr that traced without
+  error has at most one.
+  """
+  devices = _jaxpr_devices_cache.get(jaxpr)
+  if devices is None:
+    devices = _jaxpr_devices_cache[jaxpr] = _jaxpr_devices(jaxpr)
+  return devices
+
+
+def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
+  """Records what tracing found, so that `jaxpr_devices` need not scan.
+
+  A strict placement saw every committed source of the jaxpr it staged (its
+  arguments, constants, the equations that commit their outputs, the jaxprs
+  nested in its equations) and holds at most one device.
+  """
+  if placement.strict:
+    _jaxpr_devices_cache[jaxpr] = (
+        () if placement.device is None else
+        (JaxprDevice(placement.device, placement.source),))
 
 
 def jaxpr_device(jaxpr) -> JaxprDevice | None:
