@@ -353,6 +353,17 @@ class Placement:
     self.estimate = device
     self.hinted = True
 
+  def commit_jaxpr(self, jaxpr):
+    """Commits the devices committed inside a jaxpr staged into this one."""
+    entry = _jaxpr_devices_cache.get(id(jaxpr))
+    if entry is not None and entry[0]() is jaxpr:
+      devices = entry[1]
+    else:
+      devices = jaxpr_devices(jaxpr)
+    for d, src in devices:
+      if d is not self.device:
+        self.commit(d, src)
+
   def source_for(self, device: Device) -> Source | None:
     return self.source if device == self.device else None
 
@@ -392,7 +403,7 @@ class _State(threading.local):
     self.jit: JitContext | None = None
 
 
-_state = _State()
+_state = state = _State()  # `state.stack` is non-empty while staging
 
 
 def current() -> Placement | None:
@@ -517,9 +528,10 @@ def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
                   if i < num_consts else
                   Source(d, _argument_what(jaxpr.debug_info, i - num_consts,
                                            v.aval), is_argument=True))
+  Literal, Jaxpr = core.Literal, core.Jaxpr
   for eqn in jaxpr.eqns:
     for v in eqn.invars:
-      if type(v) is core.Literal:
+      if type(v) is Literal:
         d = getattr(v.aval, "device", None)
         if d is not None and d not in found:
           found[d] = Source(d, f"closed-over constant {v.aval.str_short()}")
@@ -527,13 +539,25 @@ def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
       d = getattr(v.aval, "device", None)
       if d is not None and d not in found:
         found[d] = _eqn_source(eqn, d)
-    for sub in core.jaxprs_in_params(eqn.params):
-      for d, src in jaxpr_devices(sub):
-        found.setdefault(d, src)
+    for val in eqn.params.values():   # core.jaxprs_in_params, inlined
+      if type(val) is Jaxpr or type(val) is tuple:
+        for sub in (val if type(val) is tuple else (val,)):
+          if isinstance(sub, Jaxpr):
+            for d, src in jaxpr_devices(sub):
+              found.setdefault(d, src)
   return tuple(JaxprDevice(d, src) for d, src in found.items())
 
 
-_jaxpr_devices_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# id(jaxpr) -> (weak reference to the jaxpr, its devices). Looked up once per
+# staged equation with sub-jaxprs and per inlined jit: cheaper than a
+# WeakKeyDictionary.
+_jaxpr_devices_cache: dict[int, tuple[weakref.ref, tuple[JaxprDevice, ...]]] = {}
+
+
+def _cache_jaxpr_devices(jaxpr, devices):
+  key = id(jaxpr)
+  ref = weakref.ref(jaxpr, lambda _: _jaxpr_devices_cache.pop(key, None))
+  _jaxpr_devices_cache[key] = (ref, devices)
 
 
 def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
@@ -543,9 +567,11 @@ def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   of the equations (nested jaxprs included). A jaxpr that traced without
   error has at most one.
   """
-  devices = _jaxpr_devices_cache.get(jaxpr)
-  if devices is None:
-    devices = _jaxpr_devices_cache[jaxpr] = _jaxpr_devices(jaxpr)
+  entry = _jaxpr_devices_cache.get(id(jaxpr))
+  if entry is not None and entry[0]() is jaxpr:
+    return entry[1]
+  devices = _jaxpr_devices(jaxpr)
+  _cache_jaxpr_devices(jaxpr, devices)
   return devices
 
 
@@ -557,9 +583,8 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
   nested in its equations) and holds at most one device.
   """
   if placement.strict:
-    _jaxpr_devices_cache[jaxpr] = (
-        () if placement.device is None else
-        (JaxprDevice(placement.device, placement.source),))
+    _cache_jaxpr_devices(jaxpr, () if placement.device is None else
+                         (JaxprDevice(placement.device, placement.source),))
 
 
 def jaxpr_device(jaxpr) -> JaxprDevice | None:

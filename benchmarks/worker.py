@@ -1,0 +1,270 @@
+"""One round of the benchmarks, in whatever jax this interpreter imports.
+
+Run by benchmarks/run.py, alternately in the fork's and upstream's
+environment; prints one JSON object: {metric: [samples...]} plus counts.
+Times are seconds per operation (per call, per trace+lower).
+"""
+
+import gc
+import json
+import os
+import resource
+import sys
+import time
+
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax._src import test_util as jtu  # noqa: E402
+
+D = jax.devices()
+REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
+
+
+def per_call(fn, n):
+  """Median over REPEATS of the mean time of n calls to fn()."""
+  samples = []
+  for _ in range(REPEATS):
+    t = time.perf_counter()
+    for _ in range(n):
+      fn()
+    samples.append((time.perf_counter() - t) / n)
+  return samples
+
+
+def inputs(committed):
+  if committed:
+    put = lambda a: jax.device_put(a, D[3])
+  else:
+    put = jnp.asarray
+  return put
+
+
+def dispatch(results, counts):
+  for committed in (True, False):
+    tag = "committed cpu:3" if committed else "uncommitted"
+    put = inputs(committed)
+    x = put(jnp.ones((8,), jnp.float32))
+    xs = [put(jnp.full((4,), i, jnp.float32)) for i in range(10)]
+    tree = {f"k{i}": put(jnp.full((2,), i, jnp.float32)) for i in range(100)}
+    cases = {
+        "identity": (jax.jit(lambda a: a), (x,)),
+        "x + 1": (jax.jit(lambda a: a + 1), (x,)),
+        "10 arguments": (jax.jit(lambda *a: sum(a)), tuple(xs)),
+        "pytree of 100 leaves": (jax.jit(lambda t: jax.tree.map(
+            lambda v: v * 2, t)), (tree,)),
+    }
+    for name, (f, args) in cases.items():
+      jax.block_until_ready(f(*args))
+      jax.block_until_ready(f(*args))
+      n = 300 if name == "pytree of 100 leaves" else 2000
+      with jtu.count_pjit_cpp_cache_miss() as misses:
+        results[f"dispatch: {name} ({tag})"] = per_call(lambda: f(*args), n)
+      counts[f"python-path calls, {name} ({tag})"] = misses()
+      jax.block_until_ready(f(*args))
+
+
+def eager(results):
+  for committed in (True, False):
+    tag = "committed cpu:3" if committed else "uncommitted"
+    put = inputs(committed)
+    x, y = put(jnp.arange(16.0)), put(jnp.ones(16))
+    cases = {"x + y": lambda: x + y, "jnp.sum(x)": lambda: jnp.sum(x),
+             "x[0]": lambda: x[0]}
+    for name, fn in cases.items():
+      for _ in range(20):
+        fn()
+      results[f"eager: {name} ({tag})"] = per_call(fn, 1000)
+
+
+def _mlp(layers):
+  def f(params, x):
+    for w, b in params:
+      x = jnp.tanh(x @ w + b)
+    return x.sum()
+  return f
+
+
+def _big_program(n):
+  def f(x):
+    for i in range(n // 4):
+      x = jnp.sin(x) * 1.0001 + jnp.cos(x) - (i % 7)
+    return x
+  return f
+
+
+def _scan_body(n):
+  def f(x):
+    def body(c, t):
+      for _ in range(n // 4):
+        c = jnp.sin(c) * t + jnp.cos(c) - t
+      return c, c.sum()
+    return lax.scan(body, x, jnp.arange(4.0))
+  return f
+
+
+def trace_and_lower(results, counts):
+  put = inputs(True)
+  params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
+            for _ in range(200)]
+  x = put(jnp.ones((4, 16)))
+  v = put(jnp.ones(32))
+  programs = {
+      "200-layer MLP forward": (lambda: _mlp(200), (params, x)),
+      "200-layer MLP grad": (lambda: jax.grad(_mlp(200)), (params, x)),
+      "scan with a 2,000-equation body": (lambda: _scan_body(2000), (v,)),
+      "program of ~5,000 equations": (lambda: _big_program(5000), (v,)),
+  }
+  for name, (make, args) in programs.items():
+    # The first trace also fills the caches of the jnp functions used inside
+    # (nested jits); it is a warm-up, not a sample.
+    jax.jit(make()).trace(*args).lower()
+    samples = []
+    for _ in range(REPEATS):
+      f = jax.jit(make())          # a new function: its own trace and lowering
+      gc.collect()
+      t = time.perf_counter()
+      f.trace(*args).lower()
+      samples.append(time.perf_counter() - t)
+    results[f"trace+lower: {name}"] = samples
+
+
+def first_calls(results, counts, k=8):
+  samples = []
+  for _ in range(max(2, REPEATS // 2)):
+    traces = []
+    def g(a):
+      traces.append(1)
+      return jnp.sin(a) * 2 + a.sum()
+    f = jax.jit(g)
+    args = [jax.device_put(jnp.arange(64.0), D[i]) for i in range(k)]
+    jax.block_until_ready(args)
+    with (jtu.count_jit_and_pmap_lowerings() as lowerings,
+          jtu.count_jit_compilation_cache_miss() as compiles):
+      t = time.perf_counter()
+      for a in args:
+        jax.block_until_ready(f(a))
+      samples.append(time.perf_counter() - t)
+    counts[f"first call on {k} devices: traces"] = len(traces)
+    # The program's own lowering and compile (jnp.sum inside is a nested
+    # jit, inlined into the same module).
+    counts[f"first call on {k} devices: lowerings"] = lowerings()
+    counts[f"first call on {k} devices: compiles"] = compiles()
+  results[f"first call on {k} new devices (trace+lower+compile)"] = samples
+  # What one trace and one lowering cost, for a device-polymorphic reuse.
+  a = jax.device_put(jnp.arange(64.0), D[5])
+  tr, lo = [], []
+  for _ in range(REPEATS):
+    f = jax.jit(lambda a: jnp.sin(a) * 2 + a.sum())
+    t = time.perf_counter()
+    traced = f.trace(a)
+    tr.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    traced.lower()
+    lo.append(time.perf_counter() - t)
+  results["one trace of the first-call program"] = tr
+  results["one lowering of the first-call program"] = lo
+
+
+def memory(results):
+  put = inputs(True)
+  params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
+            for _ in range(200)]
+  x = put(jnp.ones((4, 16)))
+  gc.collect()
+  before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  jax.jit(jax.grad(_mlp(200))).trace(params, x).lower()
+  jax.jit(_big_program(5000)).trace(put(jnp.ones(32))).lower()
+  after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  results["peak RSS after the large traces (MiB)"] = [after / 1024]
+  results["RSS growth during the large traces (MiB)"] = [(after - before) / 1024]
+
+
+def instructions(labels):
+  """Each measured block between markers, for a run under callgrind.
+
+  run.py runs this under `valgrind --tool=callgrind --dump-before=getppid`:
+  every mark() dumps the instructions executed since the previous one, so
+  the dump at mark(label) counts exactly the block before it. Instruction
+  counts do not depend on what else the machine is doing.
+  """
+  def mark(label):
+    labels.append(label)
+    os.getppid()
+
+  def block(label, fn, n=1):
+    mark(None)
+    for _ in range(n):
+      fn()
+    mark((label, n))
+
+  for committed in (True, False):
+    tag = "committed cpu:3" if committed else "uncommitted"
+    put = inputs(committed)
+    x = put(jnp.ones((8,), jnp.float32))
+    xs = [put(jnp.full((4,), i, jnp.float32)) for i in range(10)]
+    tree = {f"k{i}": put(jnp.full((2,), i, jnp.float32)) for i in range(100)}
+    for name, f, args in (
+        ("identity", jax.jit(lambda a: a), (x,)),
+        ("x + 1", jax.jit(lambda a: a + 1), (x,)),
+        ("10 arguments", jax.jit(lambda *a: sum(a)), tuple(xs)),
+        ("pytree of 100 leaves", jax.jit(lambda t: jax.tree.map(
+            lambda v: v * 2, t)), (tree,))):
+      for _ in range(50):
+        jax.block_until_ready(f(*args))
+      block(f"dispatch: {name} ({tag})", lambda: f(*args), 500)
+      jax.block_until_ready(f(*args))
+    y = put(jnp.ones(8))
+    for name, fn in (("x + y", lambda: x + y), ("jnp.sum(x)", lambda: jnp.sum(x)),
+                     ("x[0]", lambda: x[0])):
+      for _ in range(50):
+        fn()
+      block(f"eager: {name} ({tag})", fn, 500)
+  put = inputs(True)
+  params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
+            for _ in range(200)]
+  x = put(jnp.ones((4, 16)))
+  v = put(jnp.ones(32))
+  for name, make, args in (
+      ("200-layer MLP forward", lambda: _mlp(200), (params, x)),
+      ("200-layer MLP grad", lambda: jax.grad(_mlp(200)), (params, x)),
+      ("scan with a 2,000-equation body", lambda: _scan_body(2000), (v,)),
+      ("program of ~5,000 equations", lambda: _big_program(5000), (v,))):
+    jax.jit(make()).trace(*args).lower()
+    f = jax.jit(make())
+    gc.collect()
+    block(f"trace+lower: {name}", lambda: f.trace(*args).lower())
+  def g(a):
+    return jnp.sin(a) * 2 + a.sum()
+  f = jax.jit(g)
+  args = [jax.device_put(jnp.arange(64.0), D[i]) for i in range(8)]
+  jax.block_until_ready(args)
+  block("first call on 8 new devices (trace+lower+compile)",
+        lambda: [jax.block_until_ready(f(a)) for a in args])
+
+
+def main():
+  which = sys.argv[1] if len(sys.argv) > 1 else "all"
+  results, counts = {}, {}
+  if which == "instructions":
+    labels = []
+    instructions(labels)
+    print(json.dumps({"version": jax.__version__, "labels": labels}))
+    return
+  if which == "memory":
+    memory(results)
+  else:
+    dispatch(results, counts)
+    eager(results)
+    trace_and_lower(results, counts)
+    first_calls(results, counts)
+  print(json.dumps({"version": jax.__version__, "results": results,
+                    "counts": counts}))
+
+
+if __name__ == "__main__":
+  main()
