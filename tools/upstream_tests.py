@@ -136,8 +136,8 @@ def main(argv=None) -> int:
                   help="a pq checkout to test instead of the installed fork")
   ap.add_argument("-k", help="pytest -k expression")
   ap.add_argument("-n", type=int, default=1,
-                  help="pytest-xdist workers (1: sequential; with more, test
-                  order varies and some upstream tests flake on both)")
+                  help="pytest-xdist workers (1: sequential; with more, test "
+                  "order varies and some upstream tests flake on both)")
   ap.add_argument("--out", type=Path, default=REPO / "build" / "upstream-tests")
   ap.add_argument("files", nargs="+")
   args = ap.parse_args(argv)
