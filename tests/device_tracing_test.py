@@ -491,5 +491,40 @@ class ExportTest(DeviceTracingTestCase):
     self.assertOn(out, self.d3, True)
 
 
+_EXPORT_SCRIPT = """
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import jax, jax.numpy as jnp
+from jax import export
+x = jax.device_put(jnp.arange(3.0), jax.devices()[3])
+def f(x):
+  return jnp.sin(x) * 2 + jnp.zeros(3)
+sys.stdout.buffer.write(export.export(jax.jit(f))(x).serialize())
+"""
+
+
+class ExportAgainstUpstreamTest(jtu.JaxTestCase):
+
+  def test_serialization_is_byte_identical_to_upstream_jax(self):
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    upstream = (Path(__file__).resolve().parent.parent / ".venv-upstream" /
+                "bin" / "python")
+    if not upstream.exists():
+      self.skipTest("no .venv-upstream (run ./setup.sh)")
+    with tempfile.TemporaryDirectory() as tmp:
+      script = Path(tmp) / "export_case.py"  # same path and lines for both
+      script.write_text(_EXPORT_SCRIPT)
+      env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+      out = [subprocess.run([str(py), str(script)], capture_output=True,
+                            env=env, check=True).stdout
+             for py in (sys.executable, upstream)]
+    fork, up = out
+    self.assertNotEmpty(fork)
+    self.assertEqual(fork, up)
+
+
 if __name__ == "__main__":
   absltest.main(testLoader=jtu.JaxTestLoader())
