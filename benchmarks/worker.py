@@ -44,21 +44,33 @@ def inputs(committed):
   return put
 
 
+def dispatch_cases(put):
+  """name -> (jitted function, args) for the steady-state dispatch cases."""
+  x = put(jnp.ones((8,), jnp.float32))
+  xs = [put(jnp.full((4,), i, jnp.float32)) for i in range(10)]
+  tree = {f"k{i}": put(jnp.full((2,), i, jnp.float32)) for i in range(100)}
+  return {
+      "identity": (jax.jit(lambda a: a), (x,)),
+      "x + 1": (jax.jit(lambda a: a + 1), (x,)),
+      "10 arguments": (jax.jit(lambda *a: sum(a)), tuple(xs)),
+      "pytree of 100 leaves": (jax.jit(lambda t: jax.tree.map(
+          lambda v: v * 2, t)), (tree,)),
+  }
+
+
+def eager_cases(put):
+  x, y = put(jnp.arange(16.0)), put(jnp.ones(16))
+  return {"x + y": lambda: x + y, "jnp.sum(x)": lambda: jnp.sum(x),
+          "x[0]": lambda: x[0]}
+
+
+def _tags():
+  return (("committed cpu:3", inputs(True)), ("uncommitted", inputs(False)))
+
+
 def dispatch(results, counts):
-  for committed in (True, False):
-    tag = "committed cpu:3" if committed else "uncommitted"
-    put = inputs(committed)
-    x = put(jnp.ones((8,), jnp.float32))
-    xs = [put(jnp.full((4,), i, jnp.float32)) for i in range(10)]
-    tree = {f"k{i}": put(jnp.full((2,), i, jnp.float32)) for i in range(100)}
-    cases = {
-        "identity": (jax.jit(lambda a: a), (x,)),
-        "x + 1": (jax.jit(lambda a: a + 1), (x,)),
-        "10 arguments": (jax.jit(lambda *a: sum(a)), tuple(xs)),
-        "pytree of 100 leaves": (jax.jit(lambda t: jax.tree.map(
-            lambda v: v * 2, t)), (tree,)),
-    }
-    for name, (f, args) in cases.items():
+  for tag, put in _tags():
+    for name, (f, args) in dispatch_cases(put).items():
       jax.block_until_ready(f(*args))
       jax.block_until_ready(f(*args))
       n = 300 if name == "pytree of 100 leaves" else 2000
@@ -69,13 +81,8 @@ def dispatch(results, counts):
 
 
 def eager(results):
-  for committed in (True, False):
-    tag = "committed cpu:3" if committed else "uncommitted"
-    put = inputs(committed)
-    x, y = put(jnp.arange(16.0)), put(jnp.ones(16))
-    cases = {"x + y": lambda: x + y, "jnp.sum(x)": lambda: jnp.sum(x),
-             "x[0]": lambda: x[0]}
-    for name, fn in cases.items():
+  for tag, put in _tags():
+    for name, fn in eager_cases(put).items():
       for _ in range(20):
         fn()
       results[f"eager: {name} ({tag})"] = per_call(fn, 1000)
@@ -107,19 +114,23 @@ def _scan_body(n):
   return f
 
 
-def trace_and_lower(results, counts):
+def programs():
+  """name -> (function maker, args) for the large programs traced."""
   put = inputs(True)
   params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
             for _ in range(200)]
   x = put(jnp.ones((4, 16)))
   v = put(jnp.ones(32))
-  programs = {
+  return {
       "200-layer MLP forward": (lambda: _mlp(200), (params, x)),
       "200-layer MLP grad": (lambda: jax.grad(_mlp(200)), (params, x)),
       "scan with a 2,000-equation body": (lambda: _scan_body(2000), (v,)),
       "program of ~5,000 equations": (lambda: _big_program(5000), (v,)),
   }
-  for name, (make, args) in programs.items():
+
+
+def trace_and_lower(results, counts):
+  for name, (make, args) in programs().items():
     # The first trace also fills the caches of the jnp functions used inside
     # (nested jits); it is a warm-up, not a sample.
     jax.jit(make()).trace(*args).lower()
@@ -133,16 +144,26 @@ def trace_and_lower(results, counts):
     results[f"trace+lower: {name}"] = samples
 
 
+def _first_call_function(traces=None):
+  def g(a):
+    if traces is not None:
+      traces.append(1)
+    return jnp.sin(a) * 2 + a.sum()
+  return jax.jit(g)
+
+
+def _first_call_args(k):
+  args = [jax.device_put(jnp.arange(64.0), D[i]) for i in range(k)]
+  jax.block_until_ready(args)
+  return args
+
+
 def first_calls(results, counts, k=8):
   samples = []
   for _ in range(max(2, REPEATS // 2)):
     traces = []
-    def g(a):
-      traces.append(1)
-      return jnp.sin(a) * 2 + a.sum()
-    f = jax.jit(g)
-    args = [jax.device_put(jnp.arange(64.0), D[i]) for i in range(k)]
-    jax.block_until_ready(args)
+    f = _first_call_function(traces)
+    args = _first_call_args(k)
     with (jtu.count_jit_and_pmap_lowerings() as lowerings,
           jtu.count_jit_compilation_cache_miss() as compiles):
       t = time.perf_counter()
@@ -159,7 +180,7 @@ def first_calls(results, counts, k=8):
   a = jax.device_put(jnp.arange(64.0), D[5])
   tr, lo = [], []
   for _ in range(REPEATS):
-    f = jax.jit(lambda a: jnp.sin(a) * 2 + a.sum())
+    f = _first_call_function()
     t = time.perf_counter()
     traced = f.trace(a)
     tr.append(time.perf_counter() - t)
@@ -171,14 +192,12 @@ def first_calls(results, counts, k=8):
 
 
 def memory(results):
-  put = inputs(True)
-  params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
-            for _ in range(200)]
-  x = put(jnp.ones((4, 16)))
+  progs = programs()
   gc.collect()
   before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-  jax.jit(jax.grad(_mlp(200))).trace(params, x).lower()
-  jax.jit(_big_program(5000)).trace(put(jnp.ones(32))).lower()
+  for name in ("200-layer MLP grad", "program of ~5,000 equations"):
+    make, args = progs[name]
+    jax.jit(make()).trace(*args).lower()
   after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
   results["peak RSS after the large traces (MiB)"] = [after / 1024]
   results["RSS growth during the large traces (MiB)"] = [(after - before) / 1024]
@@ -202,47 +221,23 @@ def instructions(labels):
       fn()
     mark((label, n))
 
-  for committed in (True, False):
-    tag = "committed cpu:3" if committed else "uncommitted"
-    put = inputs(committed)
-    x = put(jnp.ones((8,), jnp.float32))
-    xs = [put(jnp.full((4,), i, jnp.float32)) for i in range(10)]
-    tree = {f"k{i}": put(jnp.full((2,), i, jnp.float32)) for i in range(100)}
-    for name, f, args in (
-        ("identity", jax.jit(lambda a: a), (x,)),
-        ("x + 1", jax.jit(lambda a: a + 1), (x,)),
-        ("10 arguments", jax.jit(lambda *a: sum(a)), tuple(xs)),
-        ("pytree of 100 leaves", jax.jit(lambda t: jax.tree.map(
-            lambda v: v * 2, t)), (tree,))):
+  for tag, put in _tags():
+    for name, (f, args) in dispatch_cases(put).items():
       for _ in range(50):
         jax.block_until_ready(f(*args))
       block(f"dispatch: {name} ({tag})", lambda: f(*args), 500)
       jax.block_until_ready(f(*args))
-    y = put(jnp.ones(8))
-    for name, fn in (("x + y", lambda: x + y), ("jnp.sum(x)", lambda: jnp.sum(x)),
-                     ("x[0]", lambda: x[0])):
+    for name, fn in eager_cases(put).items():
       for _ in range(50):
         fn()
       block(f"eager: {name} ({tag})", fn, 500)
-  put = inputs(True)
-  params = [(put(jnp.ones((16, 16)) * 0.01), put(jnp.zeros(16)))
-            for _ in range(200)]
-  x = put(jnp.ones((4, 16)))
-  v = put(jnp.ones(32))
-  for name, make, args in (
-      ("200-layer MLP forward", lambda: _mlp(200), (params, x)),
-      ("200-layer MLP grad", lambda: jax.grad(_mlp(200)), (params, x)),
-      ("scan with a 2,000-equation body", lambda: _scan_body(2000), (v,)),
-      ("program of ~5,000 equations", lambda: _big_program(5000), (v,))):
+  for name, (make, args) in programs().items():
     jax.jit(make()).trace(*args).lower()
     f = jax.jit(make())
     gc.collect()
     block(f"trace+lower: {name}", lambda: f.trace(*args).lower())
-  def g(a):
-    return jnp.sin(a) * 2 + a.sum()
-  f = jax.jit(g)
-  args = [jax.device_put(jnp.arange(64.0), D[i]) for i in range(8)]
-  jax.block_until_ready(args)
+  f = _first_call_function()
+  args = _first_call_args(8)
   block("first call on 8 new devices (trace+lower+compile)",
         lambda: [jax.block_until_ready(f(a)) for a in args])
 

@@ -43,10 +43,6 @@ from jax._src.lib import xla_client as xc
 Device = xc.Device
 
 
-def enabled() -> bool:
-  return config.device_tracing.value
-
-
 def device_str(d: Device) -> str:
   return f"{d.platform}:{d.id}"
 
@@ -117,8 +113,8 @@ def _user_summary(source_info) -> str | None:
   return s if s and s != "unknown" else None
 
 
-# Public names of the internal functions that create committed values, keyed
-# by (file name suffix, function name).
+# Where internal functions live, and the prefix of their public names (a
+# function `zeros` in a file under numpy/ is `jnp.zeros`).
 _API_PREFIXES = (
     ("/numpy/", "jnp."),
     ("/lax/", "lax."),
