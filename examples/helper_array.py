@@ -4,11 +4,12 @@
 
 A function whose input lives on one device (a GPU, here cpu:3 of 8 virtual
 devices) builds a helper array, e.g. an index table. Made on the input's
-device it is part of the computation; made explicitly on another device, a
-single jitted computation cannot hold both: upstream silently drops the
-request or runs on the wrong device; the fork raises an error naming both
-devices and the line, and computes a helper made with `device=x.device` or
-left uncommitted on x's device.
+device, or left uncommitted, it is part of the computation on that device.
+Made explicitly on another device, upstream silently drops the request or
+runs on the wrong device. The fork does what eager mode does: a helper on
+another device that meets x is an error naming both devices and the line;
+one that never meets x is made where it was asked for (the computation then
+spans two devices and runs as two stages, see examples/cross_device.py).
 """
 
 from _compare import main

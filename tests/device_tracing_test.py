@@ -351,6 +351,7 @@ class ConflictErrorTest(DeviceTracingTestCase):
     self.assertRegex(msg, r"called at .*device_tracing_test\.py:\d+")
     self.assertIsInstance(cm.exception, ValueError)
 
+  @config.device_tracing_cross_device(False)
   def test_device_put_to_another_device(self):
     a = jax.device_put(1.0, _dev(1))
     def f(a):

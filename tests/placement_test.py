@@ -165,8 +165,14 @@ class CreationTest(PlacementTestCase):
     self.assertEqual(out.shape, (3,))
 
   def test_creation_on_another_device_than_a_committed_argument(self):
-    with self.assertRaises(device_tracing.DeviceConflictError):
-      jax.jit(lambda x: jnp.zeros(3, device=self.d2))(self.x3)
+    f = lambda x: (jnp.zeros(3, device=self.d2), x * 2)
+    with config.device_tracing_cross_device(False):
+      with self.assertRaises(device_tracing.DeviceConflictError):
+        jax.jit(f)(self.x3)
+    # Across devices, as eagerly (tests/cross_device_test.py).
+    zeros, x2 = jax.jit(f)(self.x3)
+    self.assertOn(zeros, self.d2, True)
+    self.assertOn(x2, self.d3, True)
 
 
 class ComputationDeviceTest(PlacementTestCase):
@@ -224,6 +230,13 @@ class ComputationDeviceTest(PlacementTestCase):
 
 
 class ConflictTest(PlacementTestCase):
+  """Errors of a computation that runs on one device.
+
+  With jax_device_tracing_cross_device on (the default), values on different
+  devices may be in one computation as long as they do not meet; the tests
+  of values that never meet run with it off. tests/cross_device_test.py
+  tests them with it on.
+  """
 
   def _raises(self, f, *args, patterns):
     with self.assertRaises(device_tracing.DeviceConflictError) as cm:
@@ -233,6 +246,7 @@ class ConflictTest(PlacementTestCase):
       self.assertRegex(msg, p)
     return msg
 
+  @config.device_tracing_cross_device(False)
   def test_device_put_to_another_device_inside_jit(self):
     a1 = jax.device_put(1.0, _dev(1))
     def f(a):
@@ -252,6 +266,7 @@ class ConflictTest(PlacementTestCase):
         r"jnp\.zeros\(\.\.\., device=cpu:2\)", rf"placement_test\.py:{line}",
         r"argument a of g", r"device ids \[1\]"])
 
+  @config.device_tracing_cross_device(False)
   def test_unused_arguments_on_different_devices(self):
     a1, b2 = jax.device_put(1.0, _dev(1)), jax.device_put(2.0, _dev(2))
     def h(first, second):
@@ -273,10 +288,13 @@ class ConflictTest(PlacementTestCase):
     self._raises(jax.jit(lambda x: inner(x) + x), self.x3, patterns=[
         r"device ids \[2\]", r"device ids \[3\]"])
 
-  def test_inside_a_cond_branch(self):
+  @parameterized.parameters(True, False)
+  def test_inside_a_cond_branch(self, cross_device):
     f = jax.jit(lambda x: lax.cond(True, lambda v: jax.device_put(v, self.d2),
                                    lambda v: v, x))
-    self._raises(f, self.x3, patterns=[r"device ids \[2\]", r"device ids \[3\]"])
+    with config.device_tracing_cross_device(cross_device):
+      self._raises(f, self.x3, patterns=[r"device ids \[2\]",
+                                         r"device ids \[3\]"])
 
 
 class TransferGuardTest(PlacementTestCase):
@@ -413,16 +431,27 @@ def _specified_placement(inputs, ops):
   return sources, uses_device_arg
 
 
+def _args(inputs):
+  base = [np.arange(3.0, dtype=np.float32) + i for i in range(len(inputs))]
+  args = [jnp.asarray(b) if d is None else jax.device_put(b, _dev(d))
+          for b, d in zip(base, inputs)]
+  return base, args
+
+
+_SETTINGS = hypothesis.settings(
+    max_examples=60, deadline=None, derandomize=True,
+    suppress_health_check=list(hypothesis.HealthCheck))
+
+
 class PropertyTest(PlacementTestCase):
 
-  @hypothesis.settings(max_examples=60, deadline=None, derandomize=True,
-                       suppress_health_check=list(hypothesis.HealthCheck))
+  @_SETTINGS
   @hypothesis.given(programs())
+  @config.device_tracing_cross_device(False)
   def test_random_programs_follow_the_specification(self, program):
+    # A computation on one device: DESIGN.md section 2.
     inputs, ops, outputs = program
-    base = [np.arange(3.0, dtype=np.float32) + i for i in range(len(inputs))]
-    args = [jnp.asarray(b) if d is None else jax.device_put(b, _dev(d))
-            for b, d in zip(base, inputs)]
+    base, args = _args(inputs)
     sources, uses_device_arg = _specified_placement(inputs, ops)
     f = jax.jit(lambda *a: _run_program(ops, outputs, a, None))
     if len(sources) > 1:
@@ -449,6 +478,46 @@ class PropertyTest(PlacementTestCase):
       self.assertEqual(e.devices(), {device})
       self.assertAllClose(e, out)
       self.assertLessEqual(e.committed, out.committed)
+
+  @_SETTINGS
+  @hypothesis.given(programs())
+  def test_random_programs_run_as_in_eager_mode(self, program):
+    # Across devices (jax_device_tracing_cross_device, the default): device=
+    # and device_put to any device, as eagerly; values committed to two
+    # devices meeting in one operation are an error in both.
+    inputs, ops, outputs = program
+    base, args = _args(inputs)
+    # The home device: the first committed argument, else the first device
+    # a device_put or a device= names; uncommitted values live there.
+    explicit = [op[1] if op[0] == "device_put" else op[2] for op in ops
+                if op[0] == "device_put" or
+                (op[0] == "create" and op[2] not in (None, "like"))]
+    home = next((d for d in inputs if d is not None), None)
+    home = _dev(home if home is not None else explicit[0]) if (
+        home is not None or explicit) else self.d0
+    f = jax.jit(lambda *a: _run_program(ops, outputs, a, None))
+    with jax.default_device(home):
+      eager_args = [jax.device_put(b) if d is None else a
+                    for a, b, d in zip(args, base, inputs)]
+      try:
+        eager = _run_program(ops, outputs, eager_args, None)
+      except ValueError as e:
+        self.assertIn("incompatible devices", str(e))
+        eager = None
+    if eager is None:
+      with self.assertRaisesRegex(device_tracing.DeviceConflictError,
+                                  "cannot meet in one operation"):
+        f(*args)
+      return
+    outs = f(*args)
+    want = _numpy_program(ops, outputs, base)
+    sources, uses_device_arg = _specified_placement(inputs, ops)
+    for out, e, w in zip(outs, eager, want):
+      self.assertEqual(out.devices(), e.devices())
+      self.assertEqual(out.committed, bool(sources) or uses_device_arg)
+      self.assertLessEqual(e.committed, out.committed)
+      self.assertAllClose(out, np.broadcast_to(w, out.shape))
+      self.assertAllClose(out, e)
 
 
 if __name__ == "__main__":

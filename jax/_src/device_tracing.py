@@ -24,6 +24,13 @@ arguments, closed-over constants, the outputs of ``device_put`` and of creation
 functions given ``device=``), so :func:`jaxpr_device` can recover the device of
 a computation from the jaxpr alone, before dead-code elimination. Lowering uses
 it to place the computation (``pxla.lower_sharding_computation``).
+
+With ``jax_device_tracing_cross_device`` on (the default), a computation may
+hold values committed to several devices, as eager JAX does: values still
+meet only on one device (the join), and a ``device_put`` to another device
+moves a value. Such a computation runs as per-device stages
+(``jax._src.device_stages``). Its *home device*, which ``x.device`` of an
+uncommitted value returns, is the first device committed in it.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import dataclasses
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -64,6 +71,29 @@ def default_device() -> Device:
 
 class DeviceConflictError(ValueError):
   """Values committed to different devices meet in one computation."""
+
+
+def cross_device_enabled() -> bool:
+  """Whether one computation may hold values on several devices."""
+  return config.device_tracing_cross_device.value
+
+
+# Call primitives whose callee may itself span several devices (jit): their
+# operands may be committed to different devices, and the callee's own
+# placement decides where each of its values is.
+calls_spanning_devices: set[Any] = set()
+
+
+# Primitives that move values between devices (device_put): in cross-device
+# mode, the only operations whose results may be committed to another device
+# than their operands.
+transfer_primitives: set[Any] = set()
+
+
+def is_call_spanning_devices(primitive) -> bool:
+  # Autodiff's vjp_node(jit) stands for a jit call too (ad.VJPNode).
+  return (primitive in calls_spanning_devices or
+          getattr(primitive, "prim", None) in calls_spanning_devices)
 
 
 class DeviceTracingUnavailable(AttributeError):
@@ -142,7 +172,7 @@ def _called_api_name() -> str | None:
   name, fname = api.f_code.co_name, api.f_code.co_filename.replace("\\", "/")
   if name == "_to_device":
     return "x.to_device"
-  if name.startswith("_"):
+  if name.startswith("_") or fname.endswith("traceback_util.py"):
     return None
   for suffix, prefix in _API_PREFIXES:
     if suffix in fname:
@@ -156,6 +186,21 @@ def call_source(device: Device, default_what: str,
   api = _called_api_name()
   what = f"{api}(..., device={device_str(device)})" if api else default_what
   return Source(device, what, source_info or source_info_util.current())
+
+
+def introduced_source(device: Device, primitive, params,
+                      source_info) -> Source:
+  """A Source for results an operation commits to a device of its own.
+
+  That is device_put, or a call whose callee committed them: then where the
+  callee did.
+  """
+  from jax._src import core  # pyrefly: ignore[missing-import]
+  for jaxpr in core.jaxprs_in_params(params):
+    for d, src in jaxpr_devices(jaxpr):
+      if d == device and not src.is_argument:
+        return src
+  return call_source(device, f"`{primitive.name}`", source_info)
 
 
 def argument_source(device: Device, debug_info, index: int, aval,
@@ -192,6 +237,11 @@ _HOW_TO_FIX = (
     "before they enter the computation, or leave them uncommitted.")
 
 
+_HOW_TO_MOVE = (
+    "Move one of them first with jax.device_put(x, device), or leave it "
+    "uncommitted so that it follows the other.")
+
+
 def conflict_error(first: Source | None, second: Source | None,
                    d1: Device, d2: Device, *, meet: str | None = None,
                    meet_where: str | None = None) -> DeviceConflictError:
@@ -204,8 +254,12 @@ def conflict_error(first: Source | None, second: Source | None,
   if meet:
     msg += f" They meet in `{meet}`"
     msg += f" at {meet_where}." if meet_where else "."
-  msg += (f"\nDevices {device_str(d1)} and {device_str(d2)} cannot both hold "
-          f"values of one computation. {_HOW_TO_FIX}")
+  if meet and cross_device_enabled():
+    msg += (f"\nValues committed to {device_str(d1)} and {device_str(d2)} "
+            f"cannot meet in one operation, in jit as eagerly. {_HOW_TO_MOVE}")
+  else:
+    msg += (f"\nDevices {device_str(d1)} and {device_str(d2)} cannot both "
+            f"hold values of one computation. {_HOW_TO_FIX}")
   return DeviceConflictError(msg)
 
 
@@ -231,6 +285,71 @@ def join_avals(avals: Iterable[Any]) -> Device | None:
       elif d != out:
         raise JoinConflict(out, d)
   return out
+
+
+def join_operands(primitive, avals: Iterable[Any], params) -> Device | None:
+  """The device an operation runs on: the join of its operands' devices.
+
+  Raises JoinConflict when operands are committed to different devices,
+  except for a call whose callee spans several devices (cross-device mode):
+  its values are placed by the callee, and its uncommitted results land on
+  the callee's home device.
+  """
+  try:
+    return join_avals(avals)
+  except JoinConflict:
+    if is_call_spanning_devices(primitive) and cross_device_enabled():
+      home = jaxpr_device(params["jaxpr"])
+      return None if home is None else home.device
+    raise
+
+
+def check_one_device(primitive, in_device: Device | None, jaxprs,
+                     source_info) -> None:
+  """The bodies of an operation that is not a jit call stay on one device.
+
+  A loop body, a cond branch, or the function of remat, custom_jvp or
+  custom_vjp (`jaxprs`, from the operation's params) runs inside one
+  computation of its own: in cross-device mode it may not move values
+  between devices.
+  """
+  if is_call_spanning_devices(primitive):
+    return
+  first: tuple[Device, Source | None] | None = (
+      None if in_device is None else (in_device, None))
+  for jaxpr in jaxprs:
+    for d, src in jaxpr_devices(jaxpr):
+      if first is None:
+        first = (d, src)
+      elif d != first[0]:
+        raise cross_device_body_error(primitive, first, (d, src), source_info)
+
+
+def cross_device_body_error(primitive, first, second, source_info
+                            ) -> DeviceConflictError:
+  def desc(d, src):
+    return (src.describe() if src is not None
+            else f"its operands {_dev_ids_plat_str(d)}")
+  where = _user_summary(source_info)
+  msg = (f"`{primitive.name}`{f' at {where}' if where else ''} holds values "
+         f"committed to {device_str(first[0])} and {device_str(second[0])}: "
+         f"{desc(*first)}, and {desc(*second)}.\nA jitted computation may "
+         "span several devices, but a loop body, the branches of a cond, and "
+         "the functions of remat, custom_jvp and custom_vjp must each stay on "
+         "one device. Move values between devices before or after it.")
+  return DeviceConflictError(msg)
+
+
+def no_single_computation_error(devices: Sequence[JaxprDevice]
+                                ) -> DeviceConflictError:
+  """For lowering a computation that spans several devices as one."""
+  listed = "; ".join(src.describe() for _, src in devices)
+  return DeviceConflictError(
+      "This computation holds values committed to several devices "
+      f"({listed}). Called, it runs as per-device stages with copies between "
+      "them; it has no single XLA computation, so it cannot be lowered, "
+      "compiled ahead of time or exported as one. Lower each per-device part "
+      "as a jit of its own, or commit its values to one device.")
 
 
 @lru_cache(maxsize=4096)
@@ -285,7 +404,8 @@ class Placement:
   semantics and are not strict either.
   """
   __slots__ = ("parent", "device", "source", "estimate", "multi_device",
-               "strict", "observed", "hinted", "call_site", "_active")
+               "strict", "observed", "hinted", "call_site", "others",
+               "pinned", "_active")
 
   parent: Placement | None
   device: Device | None       # the committed device, once a source set it
@@ -296,6 +416,8 @@ class Placement:
   observed: list[tuple[Device, str | None]]  # `.device` reads, uncommitted
   hinted: bool                # a retrace: the estimate is the final device
   call_site: source_info_util.SourceInfo     # where the function was called
+  others: list[tuple[Device, Source]]  # further devices (cross-device mode)
+  pinned: bool                # jit-level device=: the only device allowed
 
   def __init__(self, parent: Placement | None, jit: JitContext | None):
     self.parent = parent
@@ -309,9 +431,12 @@ class Placement:
     self.observed = []
     self.hinted = parent is not None and parent.hinted
     self.call_site = source_info_util.current()
+    self.others = []
+    self.pinned = False
     self._active = False
     if jit is not None and jit.device is not None:
       self.commit(jit.device, Source(jit.device, jit.what or "jit"))
+      self.pinned = True
 
   @property
   def is_top_level(self) -> bool:
@@ -336,6 +461,11 @@ class Placement:
         # this one decided the computation: trace again, knowing it.
         raise RetraceOnDevice(device)
       src = source() if callable(source) else source
+      if not self.pinned and cross_device_enabled():
+        # Values on several devices, as eagerly; they meet only on one.
+        if all(d != device for d, _ in self.others):
+          self.others.append((device, src))
+        return
       raise conflict_error(self.source, src, self.device, device)
 
   def _observed(self, device: Device) -> bool:
@@ -360,8 +490,31 @@ class Placement:
       if d is not self.device:
         self.commit(d, src)
 
+  def user_line(self, source_info) -> str | None:
+    """The user's line of an equation staged in this computation.
+
+    Inside a jnp function (a nested jit), the line that called it.
+    """
+    p: Placement | None = self
+    where = _user_summary(source_info)
+    while where is None and p is not None:
+      where = _user_summary(p.call_site)
+      p = p.parent
+    return where
+
   def source_for(self, device: Device) -> Source | None:
-    return self.source if device == self.device else None
+    """Where `device` entered the computation, as the user wrote it.
+
+    An argument of a nested jit is described by what the enclosing
+    computation passed to it, where that committed it.
+    """
+    if device == self.device:
+      src = self.source
+    else:
+      src = next((s for d, s in self.others if d == device), None)
+    if (src is None or src.is_argument) and self.parent is not None:
+      return self.parent.source_for(device) or src
+    return src
 
   def observe(self, what: str) -> Device:
     """The computation device, for `.device` of an uncommitted value."""
@@ -560,8 +713,9 @@ def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   """Every committed device of a jaxpr, before any DCE.
 
   Each with its first source, in order: arguments, constants, then the values
-  of the equations (nested jaxprs included). A jaxpr that traced without
-  error has at most one.
+  of the equations (nested jaxprs included); for a jaxpr staged by a trace,
+  its home device first. A jaxpr that traced without error has at most one,
+  unless cross-device computations are enabled.
   """
   entry = _jaxpr_devices_cache.get(id(jaxpr))
   if entry is not None and entry[0]() is jaxpr:
@@ -579,8 +733,9 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
   nested in its equations) and holds at most one device.
   """
   if placement.strict:
-    _cache_jaxpr_devices(jaxpr, () if placement.device is None else
-                         (JaxprDevice(placement.device, placement.source),))
+    _cache_jaxpr_devices(jaxpr, () if placement.device is None else (
+        JaxprDevice(placement.device, placement.source),
+        *(JaxprDevice(d, s) for d, s in placement.others)))
 
 
 def jaxpr_device(jaxpr) -> JaxprDevice | None:

@@ -1,0 +1,339 @@
+# Tests of jitted computations that span several devices: they run as
+# per-device stages, with the values, devices and transfers of eager mode.
+#
+# Written like JAX's own tests, so that they could be dropped into upstream's
+# tests/ folder (as tests/cross_device_test.py).
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+
+os.environ["XLA_FLAGS"] = " ".join(
+    [os.environ.get("XLA_FLAGS", ""),
+     "--xla_force_host_platform_device_count=8"])
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from jax._src import config
+from jax._src import device_stages
+from jax._src import device_tracing
+from jax._src import test_util as jtu
+
+config.parse_flags_with_absl()
+
+
+def _dev(i):
+  return jax.devices()[i]
+
+
+@contextlib.contextmanager
+def device_to_device_transfers():
+  """Counts the device-to-device transfers that jax.transfer_guard logs.
+
+  The guard logs from C++ to file descriptor 2; this reads what it wrote.
+  """
+  count = []
+  with tempfile.TemporaryFile(mode="w+b") as f:
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(f.fileno(), 2)
+    try:
+      with jax.transfer_guard("log_explicit"):
+        yield lambda: count[0]
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      f.seek(0)
+      log = f.read().decode(errors="replace")
+      count.append(len(re.findall("device-to-device transfer", log)))
+
+
+_inner = jax.jit(lambda v: jax.device_put(v, _dev(4)) * 3)
+
+
+def _programs():
+  """name -> (function, argument makers, d2d transfers it makes)."""
+  d1, d2, d3 = _dev(1), _dev(2), _dev(3)
+  on = lambda d: (lambda a: jax.device_put(a, d))
+  unc = jnp.asarray
+  c4 = jax.device_put(jnp.full(3, 10.0), _dev(4))
+  return {
+      # A value moved to another device, and computed on there.
+      "put_then_compute": (
+          lambda a: jax.device_put(a, d2) * 2 + 1, (on(d1),), 1),
+      # Two arguments on two devices, combined after an explicit move.
+      "combined_after_put": (
+          lambda a, b: (jax.device_put(a, d2) + b, a * 3), (on(d1), on(d2)),
+          1),
+      # A step on another device in the middle of a computation.
+      "helper_step_on_another_device": (
+          lambda x: jax.device_put(jnp.cumsum(jax.device_put(
+              jnp.sin(x), d3)), d1) * x, (on(d1),), 2),
+      # Arguments on different devices that never meet.
+      "unused_arguments_on_different_devices": (
+          lambda a, b: a * 2, (on(d1), on(d2)), 0),
+      "arguments_that_never_meet": (
+          lambda a, b: (a * 2, jnp.sum(b)), (on(d1), on(d2)), 0),
+      # Constants and created values follow their consumer.
+      "constants_follow_their_consumer": (
+          lambda a: (jax.device_put(a, d2) + jnp.arange(3.0),
+                     a + jnp.ones(3), jnp.zeros(3, device=d3)),
+          (on(d1),), 1),
+      # A committed closed-over constant on a third device.
+      "committed_constant": (lambda a: (a * 2, c4 + 1), (on(d1),), 0),
+      # An uncommitted argument used on two devices.
+      "uncommitted_used_on_two_devices": (
+          lambda a, b, u: (a + jnp.sin(u), b * jnp.sin(u)),
+          (on(d1), on(d2), unc), 0),
+      # There and back again.
+      "round_trip": (
+          lambda a: jax.device_put(jax.device_put(a, d2) * 2, d1) + a,
+          (on(d1),), 2),
+      "to_device": (lambda a: (a.to_device(d2) * 2, a), (on(d1),), 1),
+      # A nested jit that moves its argument.
+      "nested_jit": (lambda a: _inner(a) + 1, (on(d1),), 1),
+      # Control flow that stays on one device, after a move.
+      "scan_on_the_other_device": (
+          lambda a: lax.scan(lambda c, t: (c * t, c), jax.device_put(a, d2),
+                             jnp.arange(1.0, 3.0))[0], (on(d1),), 1),
+      # Random numbers from a key moved to another device.
+      "random_key_moved": (
+          lambda k: jax.random.normal(jax.device_put(k, d2), (3,)),
+          (lambda _: jax.device_put(jax.random.key(0), d1),), 1),
+  }
+
+
+class CrossDeviceTestCase(jtu.JaxTestCase):
+
+  def setUp(self):
+    super().setUp()
+    if jax.device_count() < 8:
+      self.skipTest("needs 8 devices")
+
+  def assertSameAsEager(self, outs, eager):
+    outs, eager = jax.tree.leaves(outs), jax.tree.leaves(eager)
+    self.assertEqual(len(outs), len(eager))
+    for out, e in zip(outs, eager):
+      self.assertEqual(out.devices(), e.devices())
+      self.assertTrue(out.committed)
+      self.assertLessEqual(e.committed, out.committed)
+      self.assertArraysAllClose(out, e, check_dtypes=True)
+
+
+class ProgramsTest(CrossDeviceTestCase):
+
+  @parameterized.parameters(sorted(_programs()))
+  def test_runs_as_in_eager_mode(self, name):
+    f, makers, transfers = _programs()[name]
+    args = [m(np.arange(3.0, dtype=np.float32) + i)
+            for i, m in enumerate(makers)]
+    eager = f(*args)
+    jitted = jax.jit(f)
+    self.assertSameAsEager(jitted(*args), eager)
+
+    # Steady state: no trace, lowering or compile; the same transfers as
+    # eager mode makes, and no others.
+    with (jtu.count_jit_tracing_cache_miss() as traces,
+          jtu.count_jit_and_pmap_lowerings() as lowerings,
+          jtu.count_jit_compilation_cache_miss() as compiles,
+          device_to_device_transfers() as jit_transfers):
+      outs = jax.block_until_ready(jitted(*args))
+    self.assertSameAsEager(outs, eager)
+    self.assertEqual((traces(), lowerings(), compiles()), (0, 0, 0))
+    with device_to_device_transfers() as eager_transfers:
+      jax.block_until_ready(f(*args))
+    self.assertEqual(jit_transfers(), transfers)
+    # Eager mode may move more: an uncommitted value it made on the default
+    # device that a computation elsewhere consumes.
+    self.assertLessEqual(jit_transfers(), eager_transfers())
+
+  # All but the one whose argument is a PRNG key: nothing to differentiate.
+  @parameterized.parameters(sorted(set(_programs()) - {"random_key_moved"}))
+  def test_under_grad_and_vmap(self, name):
+    f, makers, _ = _programs()[name]
+    args = [m(np.arange(3.0, dtype=np.float32) + i)
+            for i, m in enumerate(makers)]
+    # The loss gathers the results' sums on cpu:1, where the first argument
+    # is: they may not meet on different devices.
+    loss = lambda *a: sum(jax.device_put(jnp.sum(o), _dev(1))
+                          for o in jax.tree.leaves(f(*a)))
+    grad = jax.grad(loss)
+    eager = grad(*args)
+    self.assertSameAsEager(jax.jit(grad)(*args), eager)
+    self.assertSameAsEager(grad(*args), eager)
+    self.assertEqual(eager.devices(), args[0].devices())
+    # The transpose of a transfer is a transfer back: the cotangent is on
+    # its primal's device.
+    batched = [jnp.stack([a, a + 1]) if m is not jnp.asarray else a
+               for a, m in zip(args, makers)]
+    in_axes = [0 if m is not jnp.asarray else None for m in makers]
+    vmapped = jax.vmap(f, in_axes=in_axes)
+    self.assertSameAsEager(jax.jit(vmapped)(*batched), vmapped(*batched))
+
+  def test_values_read_back_in_the_trace(self):
+    seen = []
+    def f(a):
+      b = jax.device_put(a, _dev(2))
+      c = jnp.zeros(3, device=b.device) + b
+      seen.append((a.device, b.device, c.device, jnp.ones(2).device))
+      return c
+    out = jax.jit(f)(jax.device_put(jnp.ones(3), _dev(1)))
+    # An uncommitted value is on the computation's home device: the first
+    # one committed in it.
+    self.assertEqual(seen, [(_dev(1), _dev(2), _dev(2), _dev(1))])
+    self.assertEqual(out.devices(), {_dev(2)})
+
+  def test_uncommitted_inputs_and_outputs_land_on_the_home_device(self):
+    f = jax.jit(lambda a, u: (jax.device_put(a, _dev(2)), u * 2, 1.0))
+    outs = f(jax.device_put(jnp.ones(3), _dev(5)), jnp.ones(2))
+    self.assertEqual([o.devices() for o in outs],
+                     [{_dev(2)}, {_dev(5)}, {_dev(5)}])
+    self.assertTrue(all(o.committed for o in outs))
+
+  def test_each_device_s_work_runs_as_few_stages(self):
+    def f(a, b):
+      x = jnp.sin(a) * 2        # cpu:1
+      y = jnp.cos(b) + 1        # cpu:2, independent of x
+      z = jax.device_put(x, _dev(2)) + y
+      return z, x + 1
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    b = jax.device_put(jnp.ones(3), _dev(2))
+    jax.jit(f)(a, b)
+    jaxpr = jax.jit(f).trace(a, b).jaxpr
+    staged = device_stages._staged_computation(jaxpr, "f")
+    # cpu:1 once, the transfer, then cpu:2 once (y waits for the transfer).
+    self.assertEqual((staged.num_stages, staged.num_transfers), (2, 1))
+    self.assertAllClose(jax.jit(f)(a, b), f(a, b))
+
+  def test_python_side_cost_is_one_cache_miss_per_call(self):
+    f = jax.jit(lambda a: jax.device_put(jnp.sin(a), _dev(2)) * 2)
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    f(a)
+    with (jtu.count_pjit_cpp_cache_miss() as misses,
+          jtu.count_infer_params_cache_miss() as infer_misses):
+      for _ in range(10):
+        f(a)
+    # The outer call takes the Python path (one computation cannot span two
+    # devices in the C++ path); its stages take the C++ path.
+    self.assertEqual(misses(), 10)
+    self.assertEqual(infer_misses(), 0)
+
+
+class ErrorTest(CrossDeviceTestCase):
+
+  def _raises(self, f, *args, patterns):
+    with self.assertRaises(device_tracing.DeviceConflictError) as cm:
+      f(*args)
+    msg = str(cm.exception)
+    for p in patterns:
+      self.assertRegex(msg, p)
+
+  def test_values_on_two_devices_meeting(self):
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    def f(a):
+      return jax.device_put(a, _dev(2)) + a
+    line = f.__code__.co_firstlineno + 1
+    self._raises(jax.jit(f), a, patterns=[
+        r"jax\.device_put\(\.\.\., device=cpu:2\) with device ids \[2\]",
+        r"argument a of f",
+        rf"They meet in `add` at .*cross_device_test\.py:{line}",
+        "cannot meet in one operation"])
+
+  @parameterized.named_parameters(
+      ("scan", lambda x, d: lax.scan(
+          lambda c, t: (jax.device_put(c, d) + t, None), x,
+          jnp.arange(2.0))[0]),
+      ("while_loop", lambda x, d: lax.while_loop(
+          lambda c: c[1] < 2, lambda c: (jax.device_put(c[0], d), c[1] + 1),
+          (x, 0))[0]),
+      ("fori_loop", lambda x, d: lax.fori_loop(
+          0, 2, lambda i, c: jax.device_put(c, d), x)),
+      ("cond", lambda x, d: lax.cond(
+          True, lambda v: jax.device_put(v, d), lambda v: v, x)),
+      ("checkpoint", lambda x, d: jax.checkpoint(
+          lambda v: jax.device_put(v, d) * 2)(x)),
+  )
+  def test_transfer_inside_a_body_is_an_error(self, f):
+    x = jax.device_put(jnp.ones(3), _dev(1))
+    with self.assertRaises(device_tracing.DeviceConflictError) as cm:
+      jax.jit(lambda v: f(v, _dev(2)))(x)
+    msg = str(cm.exception)
+    self.assertRegex(msg, r"`(scan|while|cond|remat2)` at .*"
+                     r"cross_device_test\.py:\d+")
+    self.assertIn("cpu:1 and cpu:2", msg)
+    self.assertRegex(msg, r"device_put.* at .*cross_device_test\.py:\d+")
+    self.assertIn("must each stay on one device", msg)
+
+  def test_a_sharding_constraint_does_not_move_a_value(self):
+    # Only device_put moves values; a constraint to another device than the
+    # value's is an error, as upstream's jnp.array(x, device=other) is.
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    f = lambda a: lax.with_sharding_constraint(a, SingleDeviceSharding(_dev(2)))
+    self._raises(jax.jit(f), a, patterns=[
+        r"device ids \[1\]", r"device ids \[2\]",
+        "They meet in `sharding_constraint`"])
+    with self.assertRaisesRegex(ValueError, "Received incompatible devices"):
+      jnp.array(a, device=_dev(2))
+
+  def test_lowering_as_one_computation_is_an_error(self):
+    f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2)
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    self.assertAllClose(f(a), 2 * np.ones(3))
+    with self.assertRaisesRegex(device_tracing.DeviceConflictError,
+                                "per-device stages.*cannot be lowered"):
+      f.lower(a)
+
+  def test_multi_device_sharding_is_an_error(self):
+    mesh = jax.make_mesh((2,), ("i",), devices=jax.devices()[:2],
+                         axis_types=(jax.sharding.AxisType.Auto,))
+    f = jax.jit(lambda a: (jax.device_put(a, _dev(2)), a * 2),
+                out_shardings=(None, NamedSharding(mesh, P())))
+    with self.assertRaisesRegex(device_stages.CrossDeviceError,
+                                "single-device in_shardings and out_shardings"):
+      f(jax.device_put(jnp.ones(2), _dev(3)))
+
+  def test_switch_off_is_the_single_device_error(self):
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2)
+    with config.device_tracing_cross_device(False):
+      with self.assertRaisesRegex(device_tracing.DeviceConflictError,
+                                  "cannot both hold values of one "
+                                  "computation"):
+        f(a)
+    self.assertEqual(f(a).devices(), {_dev(2)})   # the key differs
+
+
+class ShardingsTest(CrossDeviceTestCase):
+
+  def test_single_device_in_and_out_shardings(self):
+    f = jax.jit(lambda a, b: (jax.device_put(a, _dev(2)) + b, a),
+                in_shardings=(SingleDeviceSharding(_dev(1)), None),
+                out_shardings=(SingleDeviceSharding(_dev(5)),
+                               SingleDeviceSharding(_dev(6))))
+    a = jnp.ones(3)                                   # uncommitted: moved
+    b = jax.device_put(jnp.ones(3), _dev(2))
+    x, y = f(a, b)
+    self.assertEqual((x.devices(), y.devices()), ({_dev(5)}, {_dev(6)}))
+    self.assertTrue(x.committed and y.committed)
+    self.assertAllClose(x, 2 * np.ones(3))
+
+  def test_out_shardings_on_one_device_pin_the_computation(self):
+    # As upstream: a jit whose results all go to one device runs there.
+    f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2,
+                out_shardings=SingleDeviceSharding(_dev(6)))
+    with self.assertRaisesRegex(device_tracing.DeviceConflictError,
+                                r"out_shardings of jit .*device ids \[6\]"):
+      f(jax.device_put(jnp.ones(3), _dev(1)))
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
