@@ -253,7 +253,7 @@ def _place(eqns, invars, outvars, home_of, home: Device):
     if stage is None:
       stage = stages[(level[i], d)] = _Stage(d, level[i])
     stage.eqns.append(e)
-  return list(stages.values()), transfers, where
+  return list(stages.values()), transfers
 
 
 # --------------------------------------------------------------------------
@@ -328,11 +328,7 @@ class StagedComputation:
     def home_of(v):
       return _aval_device(v.aval) or home_of_inlined.get(v)
 
-    stages, transfers, where = _place(eqns, invars, outvars, home_of,
-                                      self.home)
-    self.devices = sorted({s.device for s in stages} |
-                          {d for d, _ in device_tracing.jaxpr_devices(jaxpr)},
-                          key=lambda d: d.id)
+    stages, transfers = _place(eqns, invars, outvars, home_of, self.home)
 
     # Which variables each stage, transfer and the result reads.
     slot: dict[core.Var, int] = {v: i for i, v in enumerate(invars)}
@@ -367,12 +363,11 @@ class StagedComputation:
         ((s.level, 0, s.device.id, s) for s in stages),
         ((t.level, 1, i, t) for i, t in enumerate(transfers))),
         key=lambda x: x[:3])
-    # Where each slot's value is, once computed (None: as passed in).
-    located: dict[core.Var, Device | None] = {
-        v: (home_of(v) if v in set(constvars) or home_of(v) else None)
-        for v in invars}
-    for k, (level, kind, _, item) in enumerate(order):
-      if kind == 1:
+    # Where each value is once computed (None: an uncommitted argument, which
+    # a stage's jit moves where it needs it).
+    located: dict[core.Var, Device | None] = {v: home_of(v) for v in invars}
+    for k, (_, _, _, item) in enumerate(order):
+      if isinstance(item, _Transfer):
         e = item.eqn
         steps.append(_Step(
             _explicit_transfer(e),
@@ -414,11 +409,11 @@ class StagedComputation:
     results = []
     for a, d in zip(outvars, result_device):
       if isinstance(a, core.Literal):
-        results.append(("literal", a.val, d))
+        results.append(("literal", a.val, _copier(d)))
       elif located.get(a) == d:
         results.append(("slot", slot_of(a), None))
       else:
-        results.append(("slot", slot_of(a), d))
+        results.append(("slot", slot_of(a), _copier(d)))
     self._num_slots = len(slot)
     self._num_in = len(invars)
     self._consts = consts
@@ -435,11 +430,9 @@ class StagedComputation:
       for i, o in zip(step.outs, outs):
         env[i] = o
     out = []
-    for kind, v, d in self._results:
+    for kind, v, copy in self._results:
       x = env[v] if kind == "slot" else v
-      if d is not None:
-        x, = _implicit_copy(d)(x)
-      out.append(x)
+      out.append(x if copy is None else copy(x))
     return out
 
 
@@ -470,20 +463,23 @@ def staged_call(jaxpr: core.Jaxpr, args, in_shardings, out_shardings,
           f"jit of {name} spans the devices {devices}, and has the sharding "
           f"{s}: a computation split into per-device stages takes only "
           "single-device in_shardings and out_shardings.")
-  staged = _staged_computation(jaxpr, name)
   if any(type(s) is not UnspecifiedValue for s in (*in_shardings,
                                                     *out_shardings)):
-    return _with_shardings(staged, in_shardings, out_shardings)
-  return staged
+    return _with_shardings(jaxpr, name, tuple(in_shardings),
+                           tuple(out_shardings))
+  return _staged_computation(jaxpr, name)
 
 
-def _with_shardings(staged, in_shardings, out_shardings):
+@weakref_lru_cache
+def _with_shardings(jaxpr, name, in_shardings, out_shardings):
+  # As jit moves arguments to its in_shardings, and results to its
+  # out_shardings.
+  staged = _staged_computation(jaxpr, name)
+  in_copies = [None if type(s) is UnspecifiedValue else _copier(s._device)
+               for s in in_shardings]
+  out_copies = [None if type(s) is UnspecifiedValue else _copier(s._device)
+                for s in out_shardings]
   def call(*args):
-    args = [a if type(s) is UnspecifiedValue else
-            _implicit_copy(s._device)(a)[0]
-            for a, s in zip(args, in_shardings)]
-    outs = staged(*args)
-    return [o if type(s) is UnspecifiedValue else
-            _implicit_copy(s._device)(o)[0]
-            for o, s in zip(outs, out_shardings)]
+    outs = staged(*[x if c is None else c(x) for x, c in zip(args, in_copies)])
+    return [x if c is None else c(x) for x, c in zip(outs, out_copies)]
   return call
