@@ -214,6 +214,19 @@ class ProgramsTest(CrossDeviceTestCase):
     self.assertEqual((staged.num_stages, staged.num_transfers), (2, 1))
     self.assertAllClose(jax.jit(f)(a, b), f(a, b))
 
+  def test_effects_keep_their_order_on_each_device(self):
+    log = []
+    def f(a):
+      jax.debug.callback(lambda: log.append("first"), ordered=True)
+      b = jax.device_put(a, _dev(2)) * 2
+      jax.debug.callback(lambda: log.append("second"), ordered=True)
+      return jax.device_put(b, _dev(1)) + a
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    out = jax.block_until_ready(jax.jit(f)(a))
+    self.assertEqual(log, ["first", "second"])
+    self.assertEqual(out.devices(), {_dev(1)})
+    self.assertAllClose(out, 3 * np.ones(3))
+
   def test_python_side_cost_is_one_cache_miss_per_call(self):
     f = jax.jit(lambda a: jax.device_put(jnp.sin(a), _dev(2)) * 2)
     a = jax.device_put(jnp.ones(3), _dev(1))

@@ -221,7 +221,7 @@ def _place(eqns, invars, outvars, home_of, home: Device):
       where[v] = (d, level[i])
 
   # Then as late as their consumers allow, so that a device's equations
-  # gather in as few stages as possible.
+  # gather in as few stages as possible; effectful ones stay in order.
   last = {}
   for i in range(len(eqns)):
     if not transfer[i]:
@@ -232,7 +232,7 @@ def _place(eqns, invars, outvars, home_of, home: Device):
       needed_by[a] = last.get(where.get(a, (None,))[0], 0)
   for i in reversed(range(len(eqns))):
     e = eqns[i]
-    if not transfer[i]:
+    if not transfer[i] and not e.effects:
       latest = min((needed_by[v] for v in e.outvars if v in needed_by),
                    default=last[device[i]])
       level[i] = max(level[i], latest)

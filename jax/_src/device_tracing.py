@@ -730,7 +730,8 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
 
   A strict placement saw every committed source of the jaxpr it staged (its
   arguments, constants, the equations that commit their outputs, the jaxprs
-  nested in its equations) and holds at most one device.
+  nested in its equations): its device, then any further ones (cross-device
+  mode).
   """
   if placement.strict:
     _cache_jaxpr_devices(jaxpr, () if placement.device is None else (
