@@ -17,6 +17,11 @@ Two measurements, both side by side in one run:
 
 Counts (Python-path calls, traces, lowerings, compiles) are exact. The table
 is printed and written between the markers of docs/benchmarks.md.
+
+Cross-device computations (one jit whose values are on several devices) run
+only on the fork: upstream drops a device_put inside jit. They are compared
+with the same program split by hand into per-device jits joined by
+jax.device_put, and with eager mode, in the fork's environment.
 """
 
 from __future__ import annotations
@@ -38,6 +43,41 @@ ENVS = {"fork": REPO / ".venv" / "bin" / "python",
 
 GOALS = [("dispatch:", 1.02), ("eager:", 1.03), ("trace+lower:", 1.05),
          ("first call", 1.10), ("peak RSS", 1.02)]
+
+
+CROSS = "cross-device: "
+# jit of a cross-device program against the hand-split version and eager
+# mode: no slower than the hand-split version; faster than eager mode for
+# programs of 10 ops or more.
+CROSS_GOALS = {"hand-split": 1.0, "eager": 1.0}
+
+
+def _cross_rows(value, fmt_value):
+  """Rows of the cross-device table from value(metric) of the fork."""
+  programs = []
+  for m in value.keys():
+    if m.startswith(CROSS):
+      name = m[len(CROSS):].rsplit(" (", 1)[0]
+      if name not in programs:
+        programs.append(name)
+  rows, misses = [], []
+  for name in programs:
+    v = {k: value.get(f"{CROSS}{name} ({k})")
+         for k in ("jit", "hand-split", "eager")}
+    if None in v.values():
+      continue
+    cells = [fmt_value(v["jit"]), fmt_value(v["hand-split"]),
+             fmt_value(v["eager"])]
+    for other, goal in CROSS_GOALS.items():
+      ratio = v["jit"] / v[other]
+      applies = other != "eager" or int(name.split()[0]) >= 10
+      ok = ratio <= goal
+      if applies and not ok:
+        misses.append(f"{name}: jit/{other}")
+      cells.append(f"{ratio:.3f}" + ("" if not applies else
+                                     " (yes)" if ok else " (**no**)"))
+    rows.append(f"| {name} | " + " | ".join(cells) + " |")
+  return rows, misses
 
 
 def goal_for(metric):
@@ -154,7 +194,8 @@ def main(argv=None) -> int:
     per = [min(o["results"][metric]) for o in per_round[name]]
     return statistics.median(per), min(per), max(per)
 
-  metrics = list(per_round["fork"][0]["results"])
+  metrics = [m for m in per_round["fork"][0]["results"]
+             if not m.startswith(CROSS)]
   rows, misses = [], []
   for m in metrics:
     f_med, f_lo, f_hi = summary("fork", m)
@@ -171,12 +212,21 @@ def main(argv=None) -> int:
   counts = []
   for k in per_round["fork"][0]["counts"]:
     fv = sorted({o["counts"][k] for o in per_round["fork"]})
-    uv = sorted({o["counts"][k] for o in per_round["upstream"]})
+    uv = sorted({o["counts"].get(k, "–") for o in per_round["upstream"]})
     counts.append(f"| {k} | {', '.join(map(str, uv))} | "
                   f"{', '.join(map(str, fv))} |")
 
+  cross_time_rows, cross_misses = _cross_rows(
+      {m: summary("fork", m)[0] for m in per_round["fork"][0]["results"]
+       if m.startswith(CROSS)}, fmt_time)
+  cross_instr_rows, cross_instr_misses = _cross_rows(
+      instr.get("fork", {}), fmt_instructions)
+  misses += cross_misses + [f"{m} (instructions)" for m in cross_instr_misses]
+
   instr_rows = []
   for m in instr.get("fork", {}):
+    if m.startswith(CROSS):
+      continue
     f, u = instr["fork"][m], instr["upstream"][m]
     ratio = f / u
     goal = goal_for(m)
@@ -205,8 +255,17 @@ def main(argv=None) -> int:
   instr_table = "\n".join([
       "| instructions per operation | upstream | fork | fork/upstream | goal "
       "| met |", "|---|---|---|---|---|---|", *instr_rows])
+  cross_head = ("| program (fork) | jit | hand-split | eager | jit/hand-split "
+                "(goal ≤ 1) | jit/eager (goal ≤ 1 from 10 ops) |\n"
+                "|---|---|---|---|---|---|\n")
+  cross_text = ""
+  if cross_instr_rows:
+    cross_text += ("Cross-device programs, instructions per call (callgrind):"
+                   "\n\n" + cross_head + "\n".join(cross_instr_rows) + "\n\n")
+  cross_text += ("Cross-device programs, wall time per call:\n\n" + cross_head +
+                 "\n".join(cross_time_rows) + "\n")
   text = (f"{header}\n\nInstructions (callgrind, exact):\n\n{instr_table}\n\n"
-          f"Wall time:\n\n{table}\n\n{count_table}\n")
+          f"Wall time:\n\n{table}\n\n{count_table}\n\n{cross_text}")
   print(text)
   if misses:
     print("goals not met: " + "; ".join(misses))

@@ -23,6 +23,9 @@ from jax._src import test_util as jtu  # noqa: E402
 
 D = jax.devices()
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
+# Whether this jax runs a jitted computation across devices (the fork).
+# Upstream drops device_put inside jit: its cross-device jit is not measured.
+CROSS_DEVICE = "devtrace" in jax.__version__
 
 
 def per_call(fn, n):
@@ -191,6 +194,55 @@ def first_calls(results, counts, k=8):
   results["one lowering of the first-call program"] = lo
 
 
+def _segments(n_ops, n_transfers):
+  """A chain of n_ops elementwise ops, moved between cpu:1 and cpu:2
+  n_transfers times: the segments' functions and their devices."""
+  per = n_ops // (n_transfers + 1)
+  def segment(k):
+    def seg(x):
+      for _ in range(per):
+        x = jnp.sin(x) * 2 if k % 2 == 0 else jnp.cos(x) + 1
+      return x
+    return seg
+  return ([segment(k) for k in range(n_transfers + 1)],
+          [D[1 + k % 2] for k in range(n_transfers + 1)])
+
+
+def cross_device_cases():
+  """name -> {"jit": staged, "hand-split": per-device jits, "eager": ...}."""
+  out = {}
+  for n_ops, n_transfers in ((2, 1), (10, 1), (40, 3)):
+    segs, devs = _segments(n_ops, n_transfers)
+    def program(x, segs=segs, devs=devs):
+      for k, (seg, d) in enumerate(zip(segs, devs)):
+        x = seg(x if k == 0 else jax.device_put(x, d))
+      return x
+    jitted_segs = [jax.jit(seg) for seg in segs]
+    def hand_split(x, segs=jitted_segs, devs=devs):
+      for k, (seg, d) in enumerate(zip(segs, devs)):
+        x = seg(x if k == 0 else jax.device_put(x, d))
+      return x
+    name = (f"{n_ops} ops, {n_transfers} transfer"
+            f"{'s' if n_transfers > 1 else ''}")
+    out[name] = {"hand-split": hand_split, "eager": program}
+    if CROSS_DEVICE:
+      out[name]["jit"] = jax.jit(program)
+  return out
+
+
+def cross_device(results, counts):
+  x = jax.device_put(jnp.linspace(0.0, 1.0, 64), D[1])
+  for name, impls in cross_device_cases().items():
+    for kind, fn in impls.items():
+      for _ in range(20):
+        jax.block_until_ready(fn(x))
+      with jtu.count_jit_compilation_cache_miss() as compiles:
+        results[f"cross-device: {name} ({kind})"] = per_call(
+            lambda: fn(x), 100 if kind == "eager" else 500)
+        jax.block_until_ready(fn(x))
+      counts[f"compiles in steady state, {name} ({kind})"] = compiles()
+
+
 def memory(results):
   progs = programs()
   gc.collect()
@@ -240,6 +292,13 @@ def instructions(labels):
   args = _first_call_args(8)
   block("first call on 8 new devices (trace+lower+compile)",
         lambda: [jax.block_until_ready(f(a)) for a in args])
+  x = jax.device_put(jnp.linspace(0.0, 1.0, 64), D[1])
+  for name, impls in cross_device_cases().items():
+    for kind, fn in impls.items():
+      for _ in range(20):
+        jax.block_until_ready(fn(x))
+      block(f"cross-device: {name} ({kind})",
+            lambda: jax.block_until_ready(fn(x)), 50)
 
 
 def main():
@@ -257,6 +316,7 @@ def main():
     eager(results)
     trace_and_lower(results, counts)
     first_calls(results, counts)
+    cross_device(results, counts)
   print(json.dumps({"version": jax.__version__, "results": results,
                     "counts": counts}))
 
