@@ -16,11 +16,13 @@ with device tracing a jitted computation that does the same is split:
    the computation's home device when they disagree or it has none. A
    ``device_put`` of a value committed to one device onto another is a
    *transfer*. A nested jit that spans several devices is inlined first.
-2. *Stages.* Equations are grouped into per-device stages by level: a
-   stage's level is the number of cross-device edges on the longest path
-   that reaches it, so a stage depends only on stages of lower levels and on
-   its own device's earlier equations. Each stage is an ordinary jitted
-   function pinned to its device (the C++ dispatch path calls it).
+2. *Stages.* Equations are grouped into per-device stages by level: an
+   equation's level is first the number of cross-device edges on the longest
+   path that reaches it, then as late as its consumers allow (pure equations
+   only), so that a device's work gathers in few stages. A stage depends only
+   on stages of lower levels and on its own device's earlier equations. Each
+   stage is an ordinary jitted function pinned to its device (the C++
+   dispatch path calls it).
 3. *Execution.* Levels run in order: the stages of a level, then the
    transfers out of it. Transfers are explicit ``device_put``s; a value
    computed on one device and needed on another (an uncommitted value whose
@@ -264,7 +266,7 @@ class _Step:
   fn: Callable[..., Sequence[Any]]
   ins: tuple[int, ...]        # slots read
   outs: tuple[int, ...]       # slots written
-  what: str
+  is_stage: bool              # a stage, else a transfer or a copy
 
 
 def _copier(device: Device) -> Callable[[Any], Any]:
@@ -372,8 +374,7 @@ class StagedComputation:
         steps.append(_Step(
             _explicit_transfer(e),
             tuple(slot_of(a) for a in e.invars),
-            tuple(slot_of(v) for v in e.outvars),
-            f"device_put at {source_info_util.summarize(e.source_info)}"))
+            tuple(slot_of(v) for v in e.outvars), False))
         for a, v in zip(e.invars, e.outvars):
           located[v] = _aval_device(v.aval) or located.get(a)
         continue
@@ -384,7 +385,7 @@ class StagedComputation:
           # An uncommitted value computed on another device.
           copy = core.Var(a.aval)
           steps.append(_Step(_implicit_copy(s.device), (slot_of(a),),
-                             (slot_of(copy),), "copy"))
+                             (slot_of(copy),), False))
           located[copy] = s.device
           ins[i] = copy
           s.eqns = [e.replace(invars=[copy if b is a else b
@@ -400,7 +401,7 @@ class StagedComputation:
       steps.append(_Step(
           _stage_function(stage_jaxpr, s.device, f"{name}_stage{k}"),
           tuple(slot_of(a) for a in ins), tuple(slot_of(v) for v in outs),
-          f"stage on {device_tracing.device_str(s.device)}"))
+          True))
       for v in outs:
         located[v] = s.device
 
@@ -419,8 +420,8 @@ class StagedComputation:
     self._consts = consts
     self._steps = steps
     self._results = results
-    self.num_stages = sum(1 for s in steps if s.what.startswith("stage"))
-    self.num_transfers = sum(1 for s in steps if not s.what.startswith("stage"))
+    self.num_stages = sum(s.is_stage for s in steps)
+    self.num_transfers = len(steps) - self.num_stages
 
   def __call__(self, *args):
     env: list[Any] = [None] * self._num_slots
