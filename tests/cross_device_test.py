@@ -60,6 +60,21 @@ def device_to_device_transfers():
 _inner = jax.jit(lambda v: jax.device_put(v, _dev(4)) * 3)
 
 
+@jax.custom_jvp
+def _moved_twice(v):
+  return jax.device_put(v, _dev(2)) * 2
+_moved_twice.defjvp(lambda primals, tangents: (
+    _moved_twice(primals[0]), jax.device_put(tangents[0], _dev(2)) * 2))
+
+
+@jax.custom_vjp
+def _moved_thrice(v):
+  return jax.device_put(v, _dev(2)) * 3
+# The backward pass sends the cotangent back to its primal's device.
+_moved_thrice.defvjp(lambda v: (_moved_thrice(v), v),
+                     lambda v, g: (jax.device_put(3 * g, v.device),))
+
+
 def _programs():
   """name -> (function, argument makers, d2d transfers it makes)."""
   d1, d2, d3 = _dev(1), _dev(2), _dev(3)
@@ -105,11 +120,38 @@ def _programs():
       "scan_on_the_other_device": (
           lambda a: lax.scan(lambda c, t: (c * t, c), jax.device_put(a, d2),
                              jnp.arange(1.0, 3.0))[0], (on(d1),), 1),
+      # Eagerly plain calls of their function: a transfer inside one runs
+      # as it does outside.
+      "checkpoint_with_a_transfer": (
+          lambda a: jax.checkpoint(lambda v: jax.device_put(v, d2) * 2)(a),
+          (on(d1),), 1),
+      "custom_jvp_with_a_transfer": (lambda a: _moved_twice(a) + 1,
+                                     (on(d1),), 1),
+      "custom_vjp_with_a_transfer": (lambda a: _moved_thrice(a) + 1,
+                                     (on(d1),), 1),
+      # Where an uncommitted value lands does not depend on the order in
+      # which the transfers were traced: with no committed argument and
+      # values on two devices, it lands where eager mode puts it.
+      "two_puts_and_a_created_value": (
+          lambda u: (jax.device_put(u, d1) * 2, jax.device_put(u, d2) * 3,
+                     jnp.zeros(2) + 1), (unc,), 0),
+      "two_puts_swapped_and_a_created_value": (
+          lambda u: (jax.device_put(u, d2) * 3, jax.device_put(u, d1) * 2,
+                     jnp.zeros(2) + 1), (unc,), 0),
       # Random numbers from a key moved to another device.
       "random_key_moved": (
           lambda k: jax.random.normal(jax.device_put(k, d2), (3,)),
           (lambda _: jax.device_put(jax.random.key(0), d1),), 1),
   }
+
+
+# Known limit (docs/design.md): an uncommitted argument moved to two devices
+# gets cotangents on both, which the backward pass adds. Eagerly the VJP
+# accumulates them on the default device; under jit they meet on two devices.
+_NOT_DIFFERENTIATED_UNDER_JIT = {
+    name: "cotangents of an uncommitted argument on two devices (known limit)"
+    for name in ("two_puts_and_a_created_value",
+                 "two_puts_swapped_and_a_created_value")}
 
 
 class CrossDeviceTestCase(jtu.JaxTestCase):
@@ -159,6 +201,8 @@ class ProgramsTest(CrossDeviceTestCase):
   # All but the one whose argument is a PRNG key: nothing to differentiate.
   @parameterized.parameters(sorted(set(_programs()) - {"random_key_moved"}))
   def test_under_grad_and_vmap(self, name):
+    if name in _NOT_DIFFERENTIATED_UNDER_JIT:
+      self.skipTest(_NOT_DIFFERENTIATED_UNDER_JIT[name])
     f, makers, _ = _programs()[name]
     args = [m(np.arange(3.0, dtype=np.float32) + i)
             for i, m in enumerate(makers)]
@@ -272,15 +316,13 @@ class ErrorTest(CrossDeviceTestCase):
           0, 2, lambda i, c: jax.device_put(c, d), x)),
       ("cond", lambda x, d: lax.cond(
           True, lambda v: jax.device_put(v, d), lambda v: v, x)),
-      ("checkpoint", lambda x, d: jax.checkpoint(
-          lambda v: jax.device_put(v, d) * 2)(x)),
   )
   def test_transfer_inside_a_body_is_an_error(self, f):
     x = jax.device_put(jnp.ones(3), _dev(1))
     with self.assertRaises(device_tracing.DeviceConflictError) as cm:
       jax.jit(lambda v: f(v, _dev(2)))(x)
     msg = str(cm.exception)
-    self.assertRegex(msg, r"`(scan|while|cond|remat2)` at .*"
+    self.assertRegex(msg, r"`(scan|while|cond)` at .*"
                      r"cross_device_test\.py:\d+")
     self.assertIn("cpu:1 and cpu:2", msg)
     self.assertRegex(msg, r"device_put.* at .*cross_device_test\.py:\d+")
@@ -288,14 +330,24 @@ class ErrorTest(CrossDeviceTestCase):
 
   def test_a_sharding_constraint_does_not_move_a_value(self):
     # Only device_put moves values; a constraint to another device than the
-    # value's is an error, as upstream's jnp.array(x, device=other) is.
+    # value's is an error, as it is eagerly.
     a = jax.device_put(jnp.ones(3), _dev(1))
     f = lambda a: lax.with_sharding_constraint(a, SingleDeviceSharding(_dev(2)))
     self._raises(jax.jit(f), a, patterns=[
         r"device ids \[1\]", r"device ids \[2\]",
         "They meet in `sharding_constraint`"])
-    with self.assertRaisesRegex(ValueError, "Received incompatible devices"):
-      jnp.array(a, device=_dev(2))
+
+  @parameterized.named_parameters(("array", jnp.array), ("asarray", jnp.asarray))
+  def test_device_argument_of_array_moves_a_committed_value(self, make):
+    # The array API: device= places the result there, eagerly as under jit.
+    a = jax.device_put(jnp.arange(3.0), _dev(1))
+    for f in (lambda a: make(a, device=_dev(2)),
+              jax.jit(lambda a: make(a, device=_dev(2)))):
+      out = f(a)
+      self.assertEqual(out.devices(), {_dev(2)})
+      self.assertTrue(out.committed)
+      self.assertArraysEqual(out, np.arange(3.0, dtype=np.float32))
+    self.assertEqual(a.devices(), {_dev(1)})
 
   def test_lowering_as_one_computation_is_an_error(self):
     f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2)

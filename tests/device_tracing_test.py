@@ -429,15 +429,39 @@ class StaleObservationTest(DeviceTracingTestCase):
     self.assertEqual(seen[-1], _dev(5))
 
   def test_device_read_inside_a_cond_branch(self):
+    # The branch reads v.device of an uncommitted value and commits ones to
+    # it: the default device, as eagerly. The computation then holds values
+    # on two devices and no committed argument, so its home device is the
+    # default device and nothing is traced again: jit agrees with eager mode.
     seen = []
     def f(x):
       y = lax.cond(True, lambda v: v + jnp.ones(3, device=v.device),
                    lambda v: v, x)
       seen.append(y.device)
-      return jax.device_put(y, _dev(4))
-    out = jax.jit(f)(self.u)
+      return y, jax.device_put(y, _dev(4))
+    y, out = jax.jit(f)(self.u)
+    self.assertEqual(seen, [self.d0])
+    self.assertOn(y, self.d0, True)
     self.assertOn(out, _dev(4), True)
+    y_eager, out_eager = f(self.u)
+    self.assertOn(y_eager, self.d0, True)
+    self.assertOn(out_eager, _dev(4), True)
+    self.assertArraysEqual(out, out_eager)
+
+  def test_device_read_in_a_branch_then_the_only_source(self):
+    # One committed source in the computation: it decides the home device,
+    # so the read inside the branch is traced again with it.
+    seen = []
+    def branch(v):
+      seen.append(v.device)
+      return v + 1
+    def f(x):
+      y = lax.cond(True, branch, lambda v: v, x)
+      return jax.device_put(x, _dev(4)) * 2, y
+    out, y = jax.jit(f)(self.u)
     self.assertEqual(seen[-1], _dev(4))
+    self.assertOn(out, _dev(4), True)
+    self.assertOn(y, _dev(4), True)
 
 
 class SwitchTest(DeviceTracingTestCase):

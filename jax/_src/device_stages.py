@@ -71,13 +71,20 @@ def spans_devices(jaxpr: core.Jaxpr) -> bool:
 # --------------------------------------------------------------------------
 # Flattening: nested jits that span several devices are inlined.
 
-def _is_spanning_call(eqn: core.JaxprEqn) -> bool:
-  if not device_tracing.is_call_spanning_devices(eqn.primitive):
-    return False
+def _spanning_callee(eqn: core.JaxprEqn) -> core.Jaxpr | None:
+  """The callee of a call to inline: one that spans several devices.
+
+  A jit call with shardings of its own is not inlined (it runs as one call).
+  """
+  callee = device_tracing.spanning_callee(eqn.primitive, eqn.params)
+  if callee is None or not spans_devices(callee):
+    return None
   p = eqn.params
-  return (spans_devices(p["jaxpr"]) and
-          all(type(s) is UnspecifiedValue
-              for s in (*p["in_shardings"], *p["out_shardings"])))
+  if not all(type(s) is UnspecifiedValue
+             for s in (*p.get("in_shardings", ()),
+                       *p.get("out_shardings", ()))):
+    return None
+  return callee
 
 
 def _flatten(jaxpr: core.Jaxpr):
@@ -98,12 +105,12 @@ def _flatten(jaxpr: core.Jaxpr):
   def walk(j: core.Jaxpr, subst: dict):
     for eqn in j.eqns:
       invars = [read(subst, a) for a in eqn.invars]
-      if not _is_spanning_call(eqn):
+      callee = _spanning_callee(eqn)
+      if callee is None:
         if any(a is not b for a, b in zip(invars, eqn.invars)):
           eqn = eqn.replace(invars=invars)
         eqns.append(eqn)
         continue
-      callee = eqn.params["jaxpr"]
       inner: dict = {}
       for v, c in zip(callee.constvars, callee.consts):
         nv = core.Var(v.aval)
@@ -146,20 +153,19 @@ def _is_transfer(eqn: core.JaxprEqn, device_of) -> bool:
 
 def _eqn_device(eqn: core.JaxprEqn, device_of) -> Device | None:
   """The join of an equation's operands, results and sub-jaxprs."""
-  devices = {device_of(a) for a in eqn.invars}
-  devices.update(_aval_device(v.aval) for v in eqn.outvars)
+  devices = [device_of(a) for a in eqn.invars]
+  devices += [_aval_device(v.aval) for v in eqn.outvars]
   for j in core.jaxprs_in_params(eqn.params):
-    devices.update(d for d, _ in device_tracing.jaxpr_devices(j))
-  devices.discard(None)
-  if len(devices) > 1:
-    d1, d2, *_ = devices
+    devices += [d for d, _ in device_tracing.jaxpr_devices(j)]
+  try:
+    return device_tracing.join_devices(devices)
+  except device_tracing.JoinConflict as e:
     where = source_info_util.summarize(eqn.source_info)
     raise CrossDeviceError(
         f"`{eqn.primitive.name}` at {where} holds values committed to "
-        f"{device_tracing.device_str(d1)} and "
-        f"{device_tracing.device_str(d2)}, so it cannot run on one device "
-        "of a computation split into per-device stages.")
-  return next(iter(devices), None)
+        f"{device_tracing.device_str(e.d1)} and "
+        f"{device_tracing.device_str(e.d2)}, so it cannot run on one device "
+        "of a computation split into per-device stages.") from None
 
 
 @dataclasses.dataclass
@@ -321,9 +327,10 @@ class StagedComputation:
   """A jitted computation split into per-device stages."""
 
   def __init__(self, jaxpr: core.Jaxpr, name: str):
-    home = device_tracing.jaxpr_device(jaxpr)
-    assert home is not None
-    self.home = home.device
+    home = device_tracing.jaxpr_home(jaxpr)
+    # No committed argument, and sources on several devices: uncommitted
+    # values go where they would go eagerly.
+    self.home = home if home is not None else device_tracing.default_device()
     constvars, consts, eqns, outvars, home_of_inlined = _flatten(jaxpr)
     invars = [*constvars, *jaxpr.invars]
 
@@ -456,8 +463,8 @@ def staged_call(jaxpr: core.Jaxpr, args, in_shardings, out_shardings,
          s.num_devices > 1 for a in args):
     return None
   for s in (*in_shardings, *out_shardings):
-    if type(s) is not UnspecifiedValue and not isinstance(
-        s, SingleDeviceSharding):
+    if (type(s) is not UnspecifiedValue and
+        device_tracing.sharding_device(s) is None):
       devices = ", ".join(device_tracing.device_str(d)
                           for d, _ in device_tracing.jaxpr_devices(jaxpr))
       raise CrossDeviceError(
@@ -476,9 +483,11 @@ def _with_shardings(jaxpr, name, in_shardings, out_shardings):
   # As jit moves arguments to its in_shardings, and results to its
   # out_shardings.
   staged = _staged_computation(jaxpr, name)
-  in_copies = [None if type(s) is UnspecifiedValue else _copier(s._device)
+  in_copies = [None if type(s) is UnspecifiedValue
+               else _copier(device_tracing.sharding_device(s))
                for s in in_shardings]
-  out_copies = [None if type(s) is UnspecifiedValue else _copier(s._device)
+  out_copies = [None if type(s) is UnspecifiedValue
+                else _copier(device_tracing.sharding_device(s))
                 for s in out_shardings]
   def call(*args):
     outs = staged(*[x if c is None else c(x) for x, c in zip(args, in_copies)])

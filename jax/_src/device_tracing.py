@@ -69,6 +69,38 @@ def default_device() -> Device:
   return d or xb.local_devices()[0]
 
 
+def sharding_device(sharding) -> Device | None:
+  """The device a value placed on `sharding` is committed to, or None.
+
+  This is the one mapping from a sharding to a committed device: a concrete
+  sharding whose device set is a single device (a SingleDeviceSharding, a
+  NamedSharding over a one-device mesh, a GSPMDSharding or any other class)
+  commits to that device; a multi-device or abstract sharding, or anything
+  that is not a sharding, to none. Every place where a sharding enters an
+  abstract value (array typeof, device_put, jit in/out shardings,
+  ShapeDtypeStruct, sharding constraints, creation functions) uses it.
+  """
+  if type(sharding) is xc.SingleDeviceSharding:
+    return sharding._device  # the common case, without a cache lookup
+  return _sharding_device(sharding)
+
+
+@lru_cache(maxsize=4096)
+def _sharding_device(sharding) -> Device | None:
+  from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
+  if not isinstance(sharding, Sharding) or not sharding._is_concrete:
+    return None
+  devices = sharding._device_assignment
+  return devices[0] if len(devices) == 1 else None
+
+
+def is_multi_device(sharding) -> bool:
+  """Whether `sharding` is concrete and spans more than one device."""
+  from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
+  return (isinstance(sharding, Sharding) and sharding._is_concrete and
+          sharding.num_devices > 1)
+
+
 class DeviceConflictError(ValueError):
   """Values committed to different devices meet in one computation."""
 
@@ -78,10 +110,14 @@ def cross_device_enabled() -> bool:
   return config.device_tracing_cross_device.value
 
 
-# Call primitives whose callee may itself span several devices (jit): their
-# operands may be committed to different devices, and the callee's own
+# Call primitives whose callee may itself span several devices, with the
+# name of the param that holds the callee: jit, and the calls that eager mode
+# evaluates as a plain call of their function (remat, custom_jvp, custom_vjp).
+# Their operands may be committed to different devices, and the callee's own
 # placement decides where each of its values is.
-calls_spanning_devices: set[Any] = set()
+# A call whose callee is a Python function (custom_lin's backward pass) is
+# registered with None.
+calls_spanning_devices: dict[Any, str | None] = {}
 
 
 # Primitives that move values between devices (device_put): in cross-device
@@ -94,6 +130,14 @@ def is_call_spanning_devices(primitive) -> bool:
   # Autodiff's vjp_node(jit) stands for a jit call too (ad.VJPNode).
   return (primitive in calls_spanning_devices or
           getattr(primitive, "prim", None) in calls_spanning_devices)
+
+
+def spanning_callee(primitive, params):
+  """The callee jaxpr of a call that may span devices, else None."""
+  name = calls_spanning_devices.get(primitive)
+  if name is None:
+    name = calls_spanning_devices.get(getattr(primitive, "prim", None))
+  return None if name is None else params.get(name)
 
 
 class DeviceTracingUnavailable(AttributeError):
@@ -274,17 +318,26 @@ class JoinConflict(Exception):
     self.d1, self.d2 = d1, d2
 
 
-def join_avals(avals: Iterable[Any]) -> Device | None:
-  """The join of the avals' devices; raises JoinConflict on a conflict."""
+def join_devices(devices: Iterable[Device | None]) -> Device | None:
+  """The join of devices; raises JoinConflict on a conflict.
+
+  The one join of device tracing: `None ⊔ d = d`, `d ⊔ d = d`, and two
+  different devices conflict. Staging (`DynamicJaxprTrace`, `JaxprTrace`)
+  and the placement of computations that span devices all use it.
+  """
   out = None
-  for a in avals:
-    d = getattr(a, "device", None)
+  for d in devices:
     if d is not None and d is not out:
       if out is None:
         out = d
       elif d != out:
         raise JoinConflict(out, d)
   return out
+
+
+def join_avals(avals: Iterable[Any]) -> Device | None:
+  """The join of the avals' devices; raises JoinConflict on a conflict."""
+  return join_devices([getattr(a, "device", None) for a in avals])
 
 
 def join_operands(primitive, avals: Iterable[Any], params) -> Device | None:
@@ -298,8 +351,9 @@ def join_operands(primitive, avals: Iterable[Any], params) -> Device | None:
   try:
     return join_avals(avals)
   except JoinConflict:
-    if is_call_spanning_devices(primitive) and cross_device_enabled():
-      home = jaxpr_device(params["jaxpr"])
+    callee = spanning_callee(primitive, params)
+    if callee is not None and cross_device_enabled():
+      home = jaxpr_home(callee)
       return None if home is None else home.device
     raise
 
@@ -396,47 +450,54 @@ class JitContext(NamedTuple):
 class Placement:
   """Placement state of one function being staged to a jaxpr.
 
+  It records every device that a committed source commits values of the
+  computation to, and decides the *home device*: where the computation's
+  uncommitted values go, and what `x.device` of an uncommitted value returns.
+  The home device is a function of the computation's committed sources, never
+  of the order in which they were traced (see :meth:`final_home`).
+
   A *strict* placement belongs to a computation compiled as one (a jit, or a
-  jaxpr staged inside one): a second committed device in it is an error. A
-  placement of a jaxpr that eager autodiff evaluates op by op (a linearized
-  tangent outside jit) is not strict, as eager values on two devices may meet
-  there through device_put. Multi-device computations keep JAX's sharding
-  semantics and are not strict either.
+  jaxpr staged inside one): there a second committed device either makes the
+  computation span devices (cross-device mode) or is an error. A placement of
+  a jaxpr that eager autodiff evaluates op by op (a linearized tangent outside
+  jit) is not strict, as eager values on two devices may meet there through
+  device_put. Multi-device computations keep JAX's sharding semantics and are
+  not strict either.
   """
-  __slots__ = ("parent", "device", "source", "estimate", "multi_device",
-               "strict", "observed", "hinted", "call_site", "others",
-               "pinned", "_active")
+  __slots__ = ("parent", "devices", "arg_device", "pinned", "hint",
+               "ambient", "multi_device", "strict", "observed", "hinted",
+               "call_site", "_active")
 
   parent: Placement | None
-  device: Device | None       # the committed device, once a source set it
-  source: Source | None       # where it came from
-  estimate: Device | None     # the computation device as far as known
+  devices: dict[Device, Source]  # every committed device, with its source
+  arg_device: Device | None   # the device of the first committed argument
+  pinned: Device | None       # jit-level device=: the only device allowed
+  hint: Device | None         # a retrace: the home device, known in advance
+  ambient: Device | None      # the enclosing computation's device, if known
   multi_device: bool
   strict: bool
   observed: list[tuple[Device, str | None]]  # `.device` reads, uncommitted
-  hinted: bool                # a retrace: the estimate is the final device
+  hinted: bool                # in a retrace: reads are not traced again
   call_site: source_info_util.SourceInfo     # where the function was called
-  others: list[tuple[Device, Source]]  # further devices (cross-device mode)
-  pinned: bool                # jit-level device=: the only device allowed
 
   def __init__(self, parent: Placement | None, jit: JitContext | None):
     self.parent = parent
-    self.device = None
-    self.source = None
+    self.devices = {}
+    self.arg_device = None
+    self.pinned = None
+    self.hint = None
     # The enclosing computation's device, as the trace context says.
-    self.estimate = config.device_tracing_ambient.value
+    self.ambient = config.device_tracing_ambient.value
     self.multi_device = ((parent is not None and parent.multi_device) or
                          (jit is not None and jit.multi_device))
     self.strict = parent is not None and parent.strict
     self.observed = []
     self.hinted = parent is not None and parent.hinted
     self.call_site = source_info_util.current()
-    self.others = []
-    self.pinned = False
     self._active = False
     if jit is not None and jit.device is not None:
       self.commit(jit.device, Source(jit.device, jit.what or "jit"))
-      self.pinned = True
+      self.pinned = jit.device
 
   @property
   def is_top_level(self) -> bool:
@@ -446,27 +507,61 @@ class Placement:
     """Marks this placement as that of a computation compiled as one."""
     self.strict = not self.multi_device
 
-  def commit(self, device: Device, source: Source | Callable[[], Source]):
+  def final_home(self) -> Device | None:
+    """The home device that the committed sources decide, or None.
+
+    In order: a jit-level `device=`; else the device of the first committed
+    argument (in argument order); else the one device that committed sources
+    (constants, `device_put`, `device=`) commit values to. None when nothing
+    is committed, or when sources inside the computation commit to several
+    devices and no argument is committed: the computation's uncommitted
+    values then go where they would go without it (the enclosing
+    computation's device, else the default device), as eagerly.
+    """
+    if self.pinned is not None:
+      return self.pinned
+    if self.arg_device is not None:
+      return self.arg_device
+    if len(self.devices) == 1:
+      return next(iter(self.devices))
+    return None
+
+  @property
+  def estimate(self) -> Device | None:
+    """The home device as far as known while tracing."""
+    if self.hint is not None:
+      return self.hint
+    home = self.final_home()
+    return self.ambient if home is None else home
+
+  @property
+  def device(self) -> Device | None:
+    """The computation's committed home device, if the sources decide one."""
+    return self.hint if self.hint is not None else self.final_home()
+
+  def commit(self, device: Device, source: Source | Callable[[], Source],
+             is_argument: bool = False):
     """Records a committed source; raises if it conflicts with an earlier one."""
-    if self.device is None:
-      self.device = device
-      self.source = source() if callable(source) else source
-      if self.estimate != device:
-        self.estimate = device
-        if self._active:
-          config.device_tracing_ambient.set_local(device)
-    elif device != self.device and self.strict:
-      if not self.hinted and self._observed(self.device):
+    devices = self.devices
+    if device in devices:
+      if is_argument and self.arg_device is None:
+        self.arg_device = device
+      return
+    if devices and self.strict and (
+        self.pinned is not None or not cross_device_enabled()):
+      first, first_source = next(iter(devices.items()))
+      if not self.hinted and self._observed(first):
         # The first device may have come from reading `x.device` before
         # this one decided the computation: trace again, knowing it.
         raise RetraceOnDevice(device)
       src = source() if callable(source) else source
-      if not self.pinned and cross_device_enabled():
-        # Values on several devices, as eagerly; they meet only on one.
-        if all(d != device for d, _ in self.others):
-          self.others.append((device, src))
-        return
-      raise conflict_error(self.source, src, self.device, device)
+      raise conflict_error(first_source, src, first, device)
+    before = self.estimate
+    devices[device] = source() if callable(source) else source
+    if is_argument and self.arg_device is None:
+      self.arg_device = device
+    if self._active and self.estimate != before:
+      config.device_tracing_ambient.set_local(self.estimate)
 
   def _observed(self, device: Device) -> bool:
     p: Placement | None = self
@@ -474,20 +569,16 @@ class Placement:
       p = p.parent
     return any(d == device for d, _ in p.observed)
 
-  def hint(self, device: Device):
-    """Makes this a retrace that knows the computation device."""
-    self.estimate = device
+  def set_hint(self, device: Device):
+    """Makes this a retrace that knows the home device."""
+    self.hint = device
     self.hinted = True
 
   def commit_jaxpr(self, jaxpr):
     """Commits the devices committed inside a jaxpr staged into this one."""
-    entry = _jaxpr_devices_cache.get(id(jaxpr))
-    if entry is not None and entry[0]() is jaxpr:
-      devices = entry[1]
-    else:
-      devices = jaxpr_devices(jaxpr)
-    for d, src in devices:
-      if d is not self.device:
+    devices = self.devices
+    for d, src in jaxpr_devices(jaxpr):
+      if d not in devices:
         self.commit(d, src)
 
   def user_line(self, source_info) -> str | None:
@@ -508,18 +599,13 @@ class Placement:
     An argument of a nested jit is described by what the enclosing
     computation passed to it, where that committed it.
     """
-    if device == self.device:
-      src = self.source
-    else:
-      src = next((s for d, s in self.others if d == device), None)
+    src = self.devices.get(device)
     if (src is None or src.is_argument) and self.parent is not None:
       return self.parent.source_for(device) or src
     return src
 
   def observe(self, what: str) -> Device:
-    """The computation device, for `.device` of an uncommitted value."""
-    if self.device is not None:
-      return self.device
+    """The home device, for `.device` of an uncommitted value."""
     if self.multi_device:
       raise DeviceTracingUnavailable(
           f"The 'device' attribute is not available on {what}: the "
@@ -527,7 +613,11 @@ class Placement:
           "multi-device), so an uncommitted value has no single device. Use "
           "`jax.typeof(x).sharding`, or commit the value with "
           "jax.device_put(x, device).")
-    d = self.estimate if self.estimate is not None else default_device()
+    d = self.estimate
+    if d is None:
+      d = default_device()
+    if self.hint is None and self.final_home() is not None:
+      return d  # decided by a committed source: no retrace can change it
     where = _user_summary(source_info_util.current())
     p: Placement | None = self
     while p is not None:
@@ -535,14 +625,18 @@ class Placement:
       p = p.parent
     return d
 
-  def stale_observation(self, final: Device | None
-                        ) -> tuple[Device, str | None] | None:
-    """A `.device` read that the final computation device contradicts."""
-    want = final if final is not None else (
-        self.estimate if self.estimate is not None else default_device())
+  def stale_observation(self) -> tuple[Device, tuple[Device, str | None]
+                                       ] | None:
+    """A `.device` read that the final home device contradicts.
+
+    Returns the final home device and the read, or None.
+    """
+    want = self.final_home()
+    if want is None:
+      want = self.ambient if self.ambient is not None else default_device()
     for d, where in self.observed:
       if d != want:
-        return d, where
+        return want, (d, where)
     return None
 
 
@@ -640,13 +734,15 @@ def tracer_device(tracer) -> Device:
 
 
 def stale_error(observed: tuple[Device, str | None], final: Device,
-                source: Source | None) -> DeviceConflictError:
+                placement: Placement) -> DeviceConflictError:
   d, where = observed
+  src = placement.devices.get(final)
+  how = (f"{src.describe()} decided the computation device: "
+         if src is not None else "the computation device is ")
   msg = (f"`x.device` of an uncommitted value was read "
          f"{f'at {where} ' if where else ''}while the computation device "
-         f"was not yet decided, and returned {device_str(d)}; later "
-         f"{source.describe() if source else 'a value'} committed the "
-         f"computation to {device_str(final)}. Tracing again with "
+         f"was not yet decided, and returned {device_str(d)}; in the end "
+         f"{how}{device_str(final)}. Tracing again with "
          f"{device_str(final)} as the computation device still read "
          f"{device_str(d)}. Commit the computation first: pass an argument "
          f"committed with jax.device_put(x, device), or use `device=` before "
@@ -697,32 +793,54 @@ def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   return tuple(JaxprDevice(d, src) for d, src in found.items())
 
 
-# id(jaxpr) -> (weak reference to the jaxpr, its devices). Looked up once per
-# staged equation with sub-jaxprs and per inlined jit: cheaper than a
-# WeakKeyDictionary.
-_jaxpr_devices_cache: dict[int, tuple[weakref.ref, tuple[JaxprDevice, ...]]] = {}
+# id(jaxpr) -> (weak reference to the jaxpr, its devices, its home device).
+# Looked up once per staged equation with sub-jaxprs and per inlined jit:
+# cheaper than a WeakKeyDictionary.
+_jaxpr_devices_cache: dict[int, tuple[weakref.ref, tuple[JaxprDevice, ...],
+                                      Device | None]] = {}
 
 
-def _cache_jaxpr_devices(jaxpr, devices):
+def _cache_jaxpr_devices(jaxpr, devices, home):
   key = id(jaxpr)
   ref = weakref.ref(jaxpr, lambda _: _jaxpr_devices_cache.pop(key, None))
-  _jaxpr_devices_cache[key] = (ref, devices)
+  _jaxpr_devices_cache[key] = (ref, devices, home)
+
+
+def _home_of(devices: tuple[JaxprDevice, ...]) -> Device | None:
+  # Placement.final_home, for a jaxpr that no trace recorded.
+  for d, src in devices:
+    if src.is_argument:
+      return d
+  return devices[0].device if len(devices) == 1 else None
+
+
+def _lookup(jaxpr):
+  entry = _jaxpr_devices_cache.get(id(jaxpr))
+  if entry is not None and entry[0]() is jaxpr:
+    return entry
+  devices = _jaxpr_devices(jaxpr)
+  home = _home_of(devices)
+  _cache_jaxpr_devices(jaxpr, devices, home)
+  return None, devices, home
 
 
 def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   """Every committed device of a jaxpr, before any DCE.
 
-  Each with its first source, in order: arguments, constants, then the values
-  of the equations (nested jaxprs included); for a jaxpr staged by a trace,
-  its home device first. A jaxpr that traced without error has at most one,
-  unless cross-device computations are enabled.
+  Each with its first source (nested jaxprs included). A jaxpr that traced
+  without error has at most one, unless cross-device computations are
+  enabled.
   """
-  entry = _jaxpr_devices_cache.get(id(jaxpr))
-  if entry is not None and entry[0]() is jaxpr:
-    return entry[1]
-  devices = _jaxpr_devices(jaxpr)
-  _cache_jaxpr_devices(jaxpr, devices)
-  return devices
+  return _lookup(jaxpr)[1]
+
+
+def jaxpr_home(jaxpr) -> Device | None:
+  """The home device of a jaxpr's computation (Placement.final_home).
+
+  Where its uncommitted values go; None when no committed source decides it
+  (they then go to the default device, or follow the enclosing computation).
+  """
+  return _lookup(jaxpr)[2]
 
 
 def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
@@ -730,16 +848,9 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
 
   A strict placement saw every committed source of the jaxpr it staged (its
   arguments, constants, the equations that commit their outputs, the jaxprs
-  nested in its equations): its device, then any further ones (cross-device
-  mode).
+  nested in its equations).
   """
   if placement.strict:
-    _cache_jaxpr_devices(jaxpr, () if placement.device is None else (
-        JaxprDevice(placement.device, placement.source),
-        *(JaxprDevice(d, s) for d, s in placement.others)))
-
-
-def jaxpr_device(jaxpr) -> JaxprDevice | None:
-  """The committed device of a jaxpr's computation, or None."""
-  devices = jaxpr_devices(jaxpr)
-  return devices[0] if devices else None
+    _cache_jaxpr_devices(
+        jaxpr, tuple(JaxprDevice(d, s) for d, s in placement.devices.items()),
+        placement.final_home())

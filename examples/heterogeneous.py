@@ -1,0 +1,137 @@
+"""jax-ml/jax#26000 as reported: the default device a GPU, arrays on the CPU.
+
+  python examples/heterogeneous.py [--simulate]
+
+With `x = jax.device_put(jnp.arange(4.), jax.devices('cpu')[0])` on a machine
+whose default device is a GPU, checks under jit, and eagerly for comparison,
+that `x.device` is the CPU, that `jnp.zeros(3, device=x.device)` lands on the
+CPU, that an unused CPU argument places the computation on the CPU, and that
+`jax.device_put(x, gpu)` puts its result on the GPU. Prints one table (case,
+result device, committed, expected, OK/FAIL) and exits 1 on any FAIL. Without
+a GPU it says so and exits 0; with --simulate it runs the same checks on 8
+virtual CPU devices, cpu:0 (the default device) standing for the GPU and
+cpu:3 for the CPU. Leave JAX_PLATFORMS unset (or include the GPU and cpu).
+"""
+
+import argparse
+import os
+import sys
+
+
+def _name(device):
+  return f"{device.platform}:{device.id}"
+
+
+def cases(accel, cpu):
+  """(case, thunk, expected device, expected committed) rows."""
+  import jax
+  import jax.numpy as jnp
+
+  x = jax.device_put(jnp.arange(4.0), cpu)   # committed to the CPU
+  y = jnp.arange(4.0)                        # uncommitted: default device
+  a = _name(accel)
+
+  def device_under_jit():
+    seen = []
+    jax.jit(lambda x: seen.append(x.device) or x + 1)(x)
+    return seen[0]
+
+  return [
+      ("jit: x.device", device_under_jit, cpu, None),
+      ("eager: x.device", lambda: x.device, cpu, None),
+      ("jit: zeros(3, device=x.device)",
+       lambda: jax.jit(lambda x: jnp.zeros(3, device=x.device))(x), cpu, True),
+      ("eager: zeros(3, device=x.device)",
+       lambda: jnp.zeros(3, device=x.device), cpu, True),
+      ("jit: (x, y) -> y * 2, x unused",
+       lambda: jax.jit(lambda x, y: y * 2)(x, y), cpu, True),
+      ("eager: device_put(y, x.device) * 2",
+       lambda: jax.device_put(y, x.device) * 2, cpu, True),
+      ("jit: (x, y) -> y * 2, x uncommitted",
+       lambda: jax.jit(lambda x, y: y * 2)(y, y), accel, False),
+      ("eager: y * 2", lambda: y * 2, accel, False),
+      (f"jit: device_put(x, {a})",
+       lambda: jax.jit(lambda x: jax.device_put(x, accel))(x), accel, True),
+      (f"eager: device_put(x, {a})",
+       lambda: jax.device_put(x, accel), accel, True),
+      (f"jit: device_put(x * 2, {a}) + 1",
+       lambda: jax.jit(lambda x: jax.device_put(x * 2, accel) + 1)(x),
+       accel, True),
+      (f"eager: device_put(x * 2, {a}) + 1",
+       lambda: jax.device_put(x * 2, accel) + 1, accel, True),
+  ]
+
+
+def check(accel, cpu):
+  """Runs the cases and prints the table; returns the number of FAILs."""
+  import jax
+  rows = []
+  for case, thunk, device, committed in cases(accel, cpu):
+    expected = _name(device) + ("" if committed is None else
+                                " committed" if committed else " uncommitted")
+    try:
+      res = thunk()
+      if isinstance(res, jax.Array):
+        got_dev, got_committed = res.device, res.committed
+      else:
+        got_dev, got_committed = res, None
+      ok = got_dev == device and got_committed == committed
+      got = _name(got_dev)
+      got_c = "-" if got_committed is None else str(got_committed)
+    except Exception as e:  # noqa: BLE001 -- the error is the result
+      ok, got_c = False, "-"
+      got = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:40]}"
+    rows.append((case, got, got_c, expected, "OK" if ok else "FAIL"))
+  head = ("case", "result device", "committed", "expected", "")
+  widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+  for r in [head] + rows:
+    print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+  return sum(r[-1] == "FAIL" for r in rows)
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--simulate", action="store_true",
+                  help="no GPU needed: cpu:0 stands for it, cpu:3 for the CPU")
+  args = ap.parse_args()
+  if args.simulate:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               " --xla_force_host_platform_device_count=8")
+    os.environ["JAX_PLATFORMS"] = "cpu"
+  import jax
+  print(f"jax {jax.__version__}")
+  if args.simulate:
+    accel, cpu = jax.devices()[0], jax.devices()[3]
+    print(f"simulated: {_name(accel)} (the default device) stands for the "
+          f"GPU, {_name(cpu)} for the CPU")
+  else:
+    try:
+      gpus = jax.devices("gpu")
+    except RuntimeError as e:
+      gpus, why = [], str(e).strip().splitlines()[0]
+    else:
+      why = "jax.devices('gpu') is empty"
+    if not gpus:
+      platforms = os.environ.get("JAX_PLATFORMS")
+      print(f"no GPU: skipped ({why}; JAX_PLATFORMS "
+            f"{'unset' if platforms is None else repr(platforms)}). "
+            "--simulate runs the checks on virtual CPU devices.")
+      return 0
+    accel = gpus[0]
+    if jax.devices()[0] != accel:
+      print(f"FAIL: the default device is {jax.devices()[0]}, not the GPU")
+      return 1
+    try:
+      cpu = jax.devices("cpu")[0]
+    except RuntimeError as e:
+      print(f"FAIL: no CPU device ({str(e).strip().splitlines()[0]}); leave "
+            "JAX_PLATFORMS unset or include cpu")
+      return 1
+    print(f"default device {_name(accel)}, CPU {_name(cpu)}")
+  failed = check(accel, cpu)
+  print(f"\n{failed} FAIL" if failed else "\nall OK")
+  return 1 if failed else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,134 @@
+# Tests of device tracing on a machine whose default device is a GPU, with
+# arrays committed to the CPU: the case of jax-ml/jax#26000 as reported.
+#
+# HeterogeneousTest needs a GPU that is the default device. The suite's
+# conftest sets JAX_PLATFORMS=cpu, so it skips there; on a GPU machine run
+#   JAX_PLATFORMS= .venv/bin/python -m pytest -n 1 tests/heterogeneous_test.py
+# SimulatedHeterogeneousTest runs the same cases everywhere with cpu:0 (the
+# default device) standing for the GPU and cpu:3 for the CPU.
+
+import os
+
+os.environ["XLA_FLAGS"] = " ".join(
+    [os.environ.get("XLA_FLAGS", ""),
+     "--xla_force_host_platform_device_count=8"])
+
+from absl.testing import absltest
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax._src import config
+from jax._src import test_util as jtu
+
+config.parse_flags_with_absl()
+
+
+def _default_gpu():
+  """Returns (the GPU, None) when it is the default device, else (None, why)."""
+  try:
+    gpus = jax.devices("gpu")
+  except RuntimeError as e:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return None, (f"no GPU: jax.devices('gpu') raised {type(e).__name__}: "
+                  f"{first}")
+  if not gpus:
+    return None, "no GPU: jax.devices('gpu') is empty"
+  if jax.devices()[0] != gpus[0]:
+    return None, (f"the default device is {jax.devices()[0]}, not the GPU "
+                  f"{gpus[0]}")
+  return gpus[0], None
+
+
+class HeterogeneousTest(jtu.JaxTestCase):
+  """Default device a GPU, `x` committed to the CPU, `y` uncommitted."""
+
+  def pick_devices(self):
+    """Returns (the default accelerator, the CPU device), or skips."""
+    gpu, why = _default_gpu()
+    if why:
+      platforms = os.environ.get("JAX_PLATFORMS")
+      self.skipTest(why + (f" (JAX_PLATFORMS={platforms!r}: on a GPU machine "
+                           "run with it unset or empty)" if platforms else ""))
+    return gpu, jax.devices("cpu")[0]
+
+  def setUp(self):
+    super().setUp()
+    self.accel, self.cpu = self.pick_devices()
+    self.x = jax.device_put(jnp.arange(4.0), self.cpu)   # committed to the CPU
+    self.y = jnp.arange(4.0)                             # uncommitted
+    self.assertOn(self.x, self.cpu, True)
+    self.assertOn(self.y, self.accel, False)
+
+  def assertOn(self, a, device, committed):
+    self.assertEqual(a.devices(), {device})
+    self.assertEqual(a.committed, committed)
+
+  def assertPlacedAlike(self, a, b):
+    """`a` (jitted) is where `b` (eager) is, committed alike, equal values."""
+    self.assertEqual(a.devices(), b.devices())
+    self.assertEqual(a.committed, b.committed)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+  def test_device_of_a_cpu_array_under_jit(self):
+    seen = []
+
+    @jax.jit
+    def f(x):
+      seen.append((x.device, x.devices()))
+      return x + 1
+
+    out = f(self.x)
+    self.assertEqual(seen, [(self.cpu, {self.cpu})])
+    # Eagerly, alike.
+    self.assertEqual(self.x.device, self.cpu)
+    self.assertPlacedAlike(out, self.x + 1)
+    self.assertOn(out, self.cpu, True)
+
+  def test_zeros_on_the_device_of_x(self):
+    f = jax.jit(lambda x: jnp.zeros(3, device=x.device))
+    out = f(self.x)
+    self.assertOn(out, self.cpu, True)
+    self.assertPlacedAlike(out, jnp.zeros(3, device=self.x.device))
+    # An uncommitted x is on the default device, and device= commits to it.
+    self.assertOn(f(self.y), self.accel, True)
+    self.assertOn(jnp.zeros(3, device=self.y.device), self.accel, True)
+
+  def test_an_unused_cpu_argument_places_the_computation_on_the_cpu(self):
+    f = jax.jit(lambda x, y: y * 2)
+    out = f(self.x, self.y)
+    self.assertOn(out, self.cpu, True)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4.0) * 2)
+    # As eagerly when y is first moved to x's device.
+    self.assertPlacedAlike(out, jax.device_put(self.y, self.x.device) * 2)
+    # With no committed argument it runs on the default device, uncommitted,
+    # as `y * 2` does eagerly.
+    self.assertPlacedAlike(f(self.y, self.y), self.y * 2)
+    self.assertOn(self.y * 2, self.accel, False)
+
+  def test_device_put_to_the_accelerator_under_jit(self):
+    out = jax.jit(lambda x: jax.device_put(x, self.accel))(self.x)
+    self.assertOn(out, self.accel, True)
+    self.assertPlacedAlike(out, jax.device_put(self.x, self.accel))
+    # Work after the move runs on the accelerator, before it on the CPU.
+    out = jax.jit(lambda x: jax.device_put(x * 2, self.accel) + 1)(self.x)
+    self.assertOn(out, self.accel, True)
+    self.assertPlacedAlike(out, jax.device_put(self.x * 2, self.accel) + 1)
+    # An uncommitted argument, alike.
+    out = jax.jit(lambda y: jax.device_put(y, self.accel))(self.y)
+    self.assertPlacedAlike(out, jax.device_put(self.y, self.accel))
+
+
+class SimulatedHeterogeneousTest(HeterogeneousTest):
+  """The same cases with cpu:0, the default device, standing for the GPU."""
+
+  def pick_devices(self):
+    devices = jax.devices()
+    if devices[0].platform != "cpu" or len(devices) < 4:
+      self.skipTest("needs 4 CPU devices, the default among them: "
+                    f"got {devices}")
+    return devices[0], devices[3]
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

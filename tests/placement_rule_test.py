@@ -1,0 +1,350 @@
+# Tests of the placement rule (docs/design.md, "The placement rule") on the
+# classes of input that the audit of issue 12 found misplaced: every sharding
+# class of one device, every kind of fill value, multi-device device=,
+# device= of an array committed elsewhere, the order of tracing, bad device
+# arguments, and transformations where eager mode and jit must agree.
+#
+# Written like JAX's own tests, on non-default devices (cpu:3, cpu:5).
+
+import math
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+from jax.sharding import (Mesh, NamedSharding, PartitionSpec as P,
+                          SingleDeviceSharding)
+from jax._src import config
+from jax._src import test_util as jtu
+
+config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
+
+
+def _dev(i):
+  return jax.devices()[i]
+
+
+# Every form of a sharding whose device set is one device: each commits to it.
+def _one_device_shardings(d):
+  return {
+      "single_device": SingleDeviceSharding(d),
+      "named_replicated": NamedSharding(Mesh(np.array([d]), ("x",)), P()),
+      "named_split": NamedSharding(Mesh(np.array([d]), ("x",)), P("x")),
+      "named_2d": NamedSharding(Mesh(np.array([[d]]), ("x", "y")), P()),
+      "single_device_memory_kind": SingleDeviceSharding(
+          d, memory_kind="device"),
+  }
+
+
+_SHARDING_NAMES = sorted(_one_device_shardings(jax.devices()[0]))
+
+
+class PlacementRuleTestCase(jtu.JaxTestCase):
+
+  def setUp(self):
+    super().setUp()
+    if jax.device_count() < 8:
+      self.skipTest("needs 8 devices")
+
+  def assertOn(self, x, device, committed):
+    for leaf in jax.tree.leaves(x):
+      self.assertEqual(leaf.devices(), {device})
+      self.assertEqual(leaf.committed, committed)
+
+  def assertBitwiseEqual(self, x, expected):
+    x, expected = np.asarray(x), np.asarray(expected)
+    self.assertEqual(x.dtype, expected.dtype)
+    self.assertEqual(x.shape, expected.shape)
+    self.assertEqual(x.tobytes(), expected.tobytes())
+
+
+class OneDeviceShardingTest(PlacementRuleTestCase):
+  """A committed value on one device, whatever its sharding class."""
+
+  @parameterized.parameters(_SHARDING_NAMES)
+  def test_array_device_under_jit(self, name):
+    s = _one_device_shardings(_dev(3))[name]
+    x = jax.device_put(jnp.arange(4.0), s)
+    self.assertEqual(x.device, _dev(3))
+    self.assertTrue(x.committed)
+    seen = []
+    def f(x):
+      seen.append(x.device)
+      return jnp.zeros(2, device=x.device), x + jnp.ones(4, device=x.device)
+    for fn in (f, jax.jit(f)):
+      z, y = fn(x)
+      self.assertOn(z, _dev(3), True)
+      self.assertOn(y, _dev(3), True)
+      self.assertArraysEqual(y, np.arange(4.0, dtype=np.float32) + 1)
+    self.assertEqual(seen, [_dev(3), _dev(3)])
+
+  @parameterized.parameters(_SHARDING_NAMES)
+  def test_unused_argument_places_the_computation(self, name):
+    x = jax.device_put(jnp.arange(4.0), _one_device_shardings(_dev(3))[name])
+    self.assertOn(jax.jit(lambda x: jnp.zeros(2))(x), _dev(3), True)
+
+  @parameterized.parameters(_SHARDING_NAMES)
+  def test_device_put_and_creation_inside_jit(self, name):
+    s = _one_device_shardings(_dev(5))[name]
+    u = jnp.arange(4.0)
+    for f in (lambda u: jax.device_put(u, s) * 2,
+              lambda u: jnp.zeros(4, device=s) + u,
+              lambda u: jnp.asarray(u, device=s),
+              lambda u: lax.with_sharding_constraint(u * 2, s)):
+      self.assertOn(f(u), _dev(5), True)
+      self.assertOn(jax.jit(f)(u), _dev(5), True)
+
+  @parameterized.parameters(_SHARDING_NAMES)
+  def test_jit_shardings_and_shape_dtype_struct(self, name):
+    s = _one_device_shardings(_dev(3))[name]
+    u = jnp.arange(4.0)
+    seen = []
+    def f(x):
+      seen.append(x.device)
+      return x * 2
+    self.assertOn(jax.jit(f, in_shardings=s)(u), _dev(3), True)
+    self.assertOn(jax.jit(lambda x: x * 2, out_shardings=s)(u), _dev(3), True)
+    self.assertEqual(seen, [_dev(3)])
+    out = jax.eval_shape(f, jax.ShapeDtypeStruct((4,), jnp.float32,
+                                                 sharding=s))
+    self.assertEqual(out.sharding.device_set, {_dev(3)})
+    self.assertEqual(jax.typeof(jax.device_put(u, s)).device, _dev(3))
+
+  @parameterized.parameters(n for n in _SHARDING_NAMES if n != "named_split")
+  def test_random_key(self, name):
+    # (A key is a scalar: a split spec does not apply to it.)
+    key = jax.device_put(jax.random.key(0), _one_device_shardings(_dev(3))[name])
+    for f in (lambda k: jax.random.normal(k, (3,)),
+              jax.jit(lambda k: jax.random.normal(k, (3,)))):
+      self.assertOn(f(key), _dev(3), True)
+
+
+# Fill values of every kind, with the dtype each is given.
+_FILL_VALUES = [
+    ("zero", 0.0, None), ("negative_zero", -0.0, None),
+    ("nan", math.nan, None), ("inf", math.inf, None),
+    ("negative_inf", -math.inf, None), ("int", 7, None),
+    ("int_zero", 0, None), ("int_one", 1, None), ("true", True, None),
+    ("false", False, None), ("huge_int_float", 2**40, jnp.float32),
+    ("int32_min", -2**31, jnp.int32), ("complex", 1 - 2j, None),
+    ("negative_zero_complex", complex(-0.0, -0.0), None),
+    ("numpy_negative_zero", np.float32(-0.0), None),
+    ("numpy_int8", np.int8(-5), None), ("bool_as_float", True, jnp.float32),
+    ("negative_zero_as_int", -0.0, jnp.int32),
+]
+
+
+class FillValueTest(PlacementRuleTestCase):
+  """A fill value is data: never a static argument, never confused."""
+
+  @parameterized.named_parameters(
+      (name, value, dtype) for name, value, dtype in _FILL_VALUES)
+  def test_full_is_the_value_eagerly_and_under_jit(self, value, dtype):
+    d = _dev(3)
+    # The oracle is JAX without device tracing (upstream's code paths): the
+    # same values, dtypes and weak types, or the same error.
+    x = jax.device_put(jnp.ones(3, jnp.float32 if dtype is None else dtype),
+                       d)
+    for f in (lambda x: jnp.full(3, value, dtype=dtype, device=d),
+              lambda x: jnp.full_like(x, value, dtype=dtype),
+              lambda x: jnp.full_like(x, value, dtype=dtype, device=d)):
+      for run in (f, jax.jit(f)):
+        try:
+          with config.device_tracing(False):
+            expected = run(x)
+        except Exception as e:  # pylint: disable=broad-except
+          with self.assertRaises(type(e)):
+            run(x)
+          continue
+        out = run(x)
+        self.assertBitwiseEqual(out, expected)
+        self.assertEqual(out.weak_type, expected.weak_type)
+        self.assertOn(out, d, True)
+
+  def test_equal_values_do_not_share_a_result(self):
+    d = _dev(3)
+    x = jax.device_put(jnp.ones(2), d)
+    for a, b in ((0.0, -0.0), (1, True), (0, False), (1.0, True)):
+      self.assertBitwiseEqual(jnp.full(2, a, device=d), np.full(2, a,
+                              jnp.full(2, a).dtype))
+      self.assertBitwiseEqual(jnp.full(2, b, device=d), np.full(2, b,
+                              jnp.full(2, b).dtype))
+      self.assertBitwiseEqual(jnp.full_like(x, b), np.full(2, b, np.float32))
+
+  def test_many_values_compile_once(self):
+    d = _dev(3)
+    x = jax.device_put(jnp.ones(3), d)
+    def calls(v, k):
+      return (jnp.full(3, v, device=d), jnp.full_like(x, v),
+              jnp.full(3, math.nan, device=d), jnp.eye(3, k=k, device=d))
+    calls(0.5, 0), calls(0.5, 1)   # warm up: eye's default offset 0 is a
+                                   # constant of a program of its own
+    results = []
+    with jtu.count_jit_compilation_cache_miss() as compiles:
+      for i in range(20):
+        results.append((float(i) + 0.25, i % 3, calls(float(i) + 0.25, i % 3)))
+    self.assertEqual(compiles(), 0)
+    for v, k, (a, b, c, e) in results:
+      self.assertArraysEqual(a, np.full(3, v, np.float32))
+      self.assertArraysEqual(b, np.full(3, v, np.float32))
+      self.assertTrue(np.isnan(np.asarray(c)).all())
+      self.assertArraysEqual(e, np.eye(3, k=k, dtype=np.float32))
+
+  @parameterized.parameters(-4, -1, 0, 1, 2, 2**40)
+  def test_eye_offset(self, k):
+    d = _dev(5)
+    for f in (lambda: jnp.eye(3, 4, k=k, device=d),
+              jax.jit(lambda: jnp.eye(3, 4, k=k, device=d))):
+      self.assertBitwiseEqual(f(), np.eye(3, 4, k=min(k, 2**31 - 1),
+                                          dtype=np.float32))
+      self.assertOn(f(), d, True)
+
+
+class MultiDeviceArgumentTest(PlacementRuleTestCase):
+  """device= with a sharding over several devices is honoured under jit."""
+
+  @parameterized.named_parameters(
+      ("zeros", lambda s: jnp.zeros(4, device=s)),
+      ("ones", lambda s: jnp.ones((4, 2), device=s)),
+      ("full", lambda s: jnp.full(4, -0.0, device=s)),
+      ("zeros_like", lambda s: jnp.zeros_like(jnp.ones(4), device=s)),
+      ("full_like", lambda s: jnp.full_like(jnp.ones(4), 3.0, device=s)),
+      ("empty_like", lambda s: jnp.empty_like(jnp.ones(4), device=s) * 0),
+      ("lax_full", lambda s: lax.full((4,), 2.0, sharding=s)),
+  )
+  def test_eager_and_jit_agree(self, make):
+    mesh = Mesh(np.array([_dev(2), _dev(5)]), ("x",))
+    s = NamedSharding(mesh, P("x"))
+    eager = make(s)
+    jitted = jax.jit(lambda: make(s))()
+    self.assertEqual(eager.sharding, s)
+    self.assertTrue(jitted.sharding.is_equivalent_to(eager.sharding,
+                                                     eager.ndim))
+    self.assertArraysEqual(jitted, eager)
+
+
+class DeviceArgumentMovesTest(PlacementRuleTestCase):
+  """device= moves an array committed elsewhere (the array API)."""
+
+  @parameterized.named_parameters(
+      ("asarray", lambda x, d: jnp.asarray(x, device=d)),
+      ("array", lambda x, d: jnp.array(x, device=d)),
+      ("asarray_named", lambda x, d: jnp.asarray(
+          x, device=NamedSharding(Mesh(np.array([d]), ("x",)), P()))),
+      ("array_dtype", lambda x, d: jnp.array(x, dtype=jnp.int32, device=d)),
+  )
+  def test_eager_and_jit_move(self, make):
+    x = jax.device_put(jnp.arange(3.0), _dev(1))
+    eager = make(x, _dev(5))
+    jitted = jax.jit(lambda x: make(x, _dev(5)))(x)
+    for out in (eager, jitted):
+      self.assertOn(out, _dev(5), True)
+      self.assertArraysEqual(out, eager)
+    self.assertOn(x, _dev(1), True)
+
+
+class TracingOrderTest(PlacementRuleTestCase):
+  """Placement is a function of the data flow, not of tracing order."""
+
+  def test_swapping_independent_transfers(self):
+    u = jnp.arange(3.0)
+    def f(u):
+      return jax.device_put(u, _dev(1)), jax.device_put(u, _dev(2)), u * 2
+    def g(u):
+      b = jax.device_put(u, _dev(2))
+      a = jax.device_put(u, _dev(1))
+      return a, b, u * 2
+    outs_f, outs_g = jax.jit(f)(u), jax.jit(g)(u)
+    eager = f(u)
+    for outs in (outs_f, outs_g):
+      self.assertEqual([o.devices() for o in outs],
+                       [e.devices() for e in eager])
+      self.assertArraysEqual(outs[2], eager[2])
+    # With a committed argument, uncommitted work goes with it, whatever the
+    # order of the transfers.
+    x = jax.device_put(jnp.arange(3.0), _dev(5))
+    h1 = jax.jit(lambda x, u: (jax.device_put(u, _dev(1)),
+                               jax.device_put(u, _dev(2)), u * 2 + x))
+    h2 = jax.jit(lambda x, u: (jax.device_put(u, _dev(2)),
+                               jax.device_put(u, _dev(1)), u * 2 + x))
+    self.assertOn(h1(x, u)[2], _dev(5), True)
+    self.assertOn(h2(x, u)[2], _dev(5), True)
+
+  def test_device_read_agrees_with_where_the_value_lands(self):
+    seen = []
+    def f(u):
+      seen.append(u.device)
+      return jax.device_put(u, _dev(1)), jax.device_put(u, _dev(2)), u * 2
+    outs = jax.jit(f)(jnp.arange(3.0))
+    self.assertEqual(outs[2].devices(), {seen[-1]})
+
+
+class BadDeviceArgumentTest(PlacementRuleTestCase):
+
+  @parameterized.product(
+      make=["zeros", "ones", "full", "zeros_like", "full_like", "arange",
+            "linspace", "eye", "asarray", "array", "empty"],
+      bad=["cpu:3", 3, "gpu"],
+      jit=[False, True])
+  def test_clear_error(self, make, bad, jit):
+    x = jnp.arange(3.0)
+    calls = {
+        "zeros": lambda: jnp.zeros(3, device=bad),
+        "ones": lambda: jnp.ones(3, device=bad),
+        "full": lambda: jnp.full(3, 1.0, device=bad),
+        "zeros_like": lambda: jnp.zeros_like(x, device=bad),
+        "full_like": lambda: jnp.full_like(x, 1.0, device=bad),
+        "arange": lambda: jnp.arange(3, device=bad),
+        "linspace": lambda: jnp.linspace(0, 1, 3, device=bad),
+        "eye": lambda: jnp.eye(3, device=bad),
+        "asarray": lambda: jnp.asarray(x, device=bad),
+        "array": lambda: jnp.array(x, device=bad),
+        "empty": lambda: jnp.empty(3, device=bad),
+    }
+    call = calls[make]
+    with self.assertRaisesRegex((TypeError, ValueError),
+                                rf"jax\.Device.*{bad!r}|{bad!r}.*jax\.Device|"
+                                rf"jax\.Device.*{bad}"):
+      jax.jit(call)() if jit else call()
+
+
+class TransformationsTest(PlacementRuleTestCase):
+
+  def test_custom_vjp_backward_sees_the_primal_device(self):
+    seen = []
+    @jax.custom_vjp
+    def f(x):
+      return x * 2
+    def fwd(x):
+      return f(x), None
+    def bwd(_, g):
+      seen.append(g.device)
+      return (g * 2 + jnp.zeros(g.shape, device=g.device),)
+    f.defvjp(fwd, bwd)
+    x = jax.device_put(jnp.float32(1.0), _dev(3))
+    eager = jax.grad(f)(x)
+    jitted = jax.jit(jax.grad(f))(x)
+    self.assertEqual(seen, [_dev(3), _dev(3)])
+    for out in (eager, jitted):
+      self.assertOn(out, _dev(3), True)
+      self.assertEqual(float(out), 2.0)
+
+  def test_checkpoint_around_a_transfer(self):
+    x = jax.device_put(jnp.arange(3.0), _dev(3))
+    f = lambda x: jax.checkpoint(lambda v: jax.device_put(v, _dev(5)) * 2)(x)
+    eager, jitted = f(x), jax.jit(f)(x)
+    self.assertOn(eager, _dev(5), True)
+    self.assertOn(jitted, _dev(5), True)
+    self.assertArraysEqual(jitted, eager)
+    g = jax.grad(lambda x: jax.device_put(jnp.sum(f(x)), _dev(3)))
+    self.assertOn(g(x), _dev(3), True)
+    self.assertOn(jax.jit(g)(x), _dev(3), True)
+    self.assertArraysEqual(jax.jit(g)(x), g(x))
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())

@@ -1,0 +1,217 @@
+"""Tests of tools/upstream_tests.py on a tiny fake jax repository.
+
+The tool runs its tests in .venv-upstream and .venv as they exist; the tests
+skip when either is missing. The fake repository's tests mostly do not
+import jax, so that each run stays short.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from absl.testing import absltest
+
+REPO = Path(__file__).resolve().parent.parent
+TOOL = REPO / "tools" / "upstream_tests.py"
+sys.path.insert(0, str(REPO / "tools"))
+import upstream_tests  # noqa: E402
+
+_FILES_V1 = {
+    "conftest.py": '"""A fake upstream conftest."""\n',
+    "pyproject.toml": textwrap.dedent("""\
+        [tool.pytest.ini_options]
+        filterwarnings = ["error"]
+        """),
+    "tests/simple_test.py": textwrap.dedent("""\
+        def test_one():
+          assert 1 + 1 == 2
+
+
+        def test_two():
+          assert "a" < "b"
+        """),
+}
+
+_FILES_V2 = {
+    "tests/simple_test.py": _FILES_V1["tests/simple_test.py"] + textwrap.dedent(
+        """
+
+        def test_three():
+          assert [3]
+        """),
+    "tests/bad_syntax_test.py": "def test_x(:\n  pass\n",
+    "tests/alias_test.py": textwrap.dedent("""\
+        import jax
+        from jax._src import no_such_module_xyz as nsm, dtypes
+        from jax._src import (
+            config,
+            another_absent_name_xyz,
+        )
+
+
+        def test_uses_jax():
+          assert jax.numpy.add(1, 2) == 3
+          assert dtypes and config
+
+
+        def test_uses_the_absent_module():
+          assert nsm.anything
+        """),
+    "tests/helper_lib.py": "from jax._src import absent_in_helper_xyz\n",
+    "tests/uses_helper_test.py": textwrap.dedent("""\
+        import helper_lib
+
+
+        def test_helper():
+          assert helper_lib
+        """),
+}
+
+
+def _clean_env():
+  # pytest-xdist workers run with a PYTHONPATH that the tool's environments
+  # must not see. The fake tests need neither hypothesis nor xdist, whose
+  # plugins take most of a short pytest run's start.
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  env["PYTEST_ADDOPTS"] = "-p no:hypothesispytest -p no:xdist"
+  return env
+
+
+def _git(*args, cwd):
+  return subprocess.run(
+      ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+      cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(repo, files, message):
+  for rel, text in files.items():
+    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+    (repo / rel).write_text(text)
+  _git("add", "-A", cwd=repo)
+  _git("commit", "-q", "-m", message, cwd=repo)
+  return _git("rev-parse", "HEAD", cwd=repo)
+
+
+class UpstreamTestsToolTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = Path(tempfile.mkdtemp(prefix="devtrace-upstream-tests-test-"))
+    cls.repo = cls.tmp / "jax"
+    cls.repo.mkdir()
+    _git("init", "-q", cwd=cls.repo)
+    cls.v1 = _commit(cls.repo, _FILES_V1, "v1")
+    _git("tag", "v1", cwd=cls.repo)
+    cls.v2 = _commit(cls.repo, _FILES_V2, "v2")
+
+  @classmethod
+  def tearDownClass(cls):
+    shutil.rmtree(cls.tmp, ignore_errors=True)
+    super().tearDownClass()
+
+  def setUp(self):
+    super().setUp()
+    for env in upstream_tests.ENVS:
+      if not (REPO / env / "bin" / "python").exists():
+        self.skipTest(f"run ./setup.sh first: no {env}")
+
+  def _tool(self, *args, out=None):
+    out = out or Path(tempfile.mkdtemp(dir=self.tmp, prefix="out-"))
+    r = subprocess.run(
+        [sys.executable, str(TOOL), "--jax-repo", str(self.repo),
+         "--out", str(out), *args],
+        capture_output=True, text=True, env=_clean_env(), cwd=self.tmp)
+    return r, r.stdout + r.stderr, out
+
+  def test_an_invalid_k_expression_fails_the_run(self):
+    r, output, _ = self._tool("-k", "and (", "simple_test.py")
+    self.assertEqual(r.returncode, 2, output)
+    self.assertIn("simple_test.py (.venv-upstream): pytest exit status 4 "
+                  "(usage error)", output)
+    self.assertIn("simple_test.py (.venv): pytest exit status 4", output)
+    self.assertIn("Wrong expression passed to '-k'", output)
+    self.assertIn("NO VERDICT", output)
+
+  def test_a_collection_error_fails_the_run(self):
+    r, output, out = self._tool("bad_syntax_test.py")
+    self.assertEqual(r.returncode, 2, output)
+    self.assertIn("bad_syntax_test.py (.venv-upstream): pytest exit status 2",
+                  output)
+    self.assertIn("SyntaxError", output)
+    self.assertIn("ERROR collecting tests/bad_syntax_test.py", output)
+    self.assertTrue((out / "bad_syntax_test.venv.log").exists())
+
+  def test_an_absent_aliased_import_is_set_to_none_once(self):
+    r, output, out = self._tool("alias_test.py")
+    self.assertEqual(r.returncode, 0, output)
+    self.assertIn("made None: nsm, another_absent_name_xyz", output)
+    # The test that uses the absent module fails on both: not a regression.
+    self.assertIn("upstream {'passed': 1, 'failed': 1}; "
+                  "fork {'passed': 1, 'failed': 1}", output)
+    text = (out / "src" / "tests" / "alias_test.py").read_text()
+    self.assertLen(re.findall(r"^nsm = None\b", text, re.M), 1, text)
+    self.assertLen(re.findall(r"^another_absent_name_xyz = None\b", text,
+                              re.M), 1, text)
+    self.assertEqual(text.count("= None"), 2, text)
+    self.assertIn("from jax._src import dtypes\n", text)
+    self.assertIn("from jax._src import config\n", text)
+    self.assertNotIn("no_such_module_xyz", text)
+    # A second run on the same extraction edits nothing again; a node id
+    # selects one test.
+    r, output, _ = self._tool("alias_test.py::test_uses_jax", out=out)
+    self.assertEqual(r.returncode, 0, output)
+    self.assertIn("upstream {'passed': 1}; fork {'passed': 1}", output)
+    self.assertEqual(
+        (out / "src" / "tests" / "alias_test.py").read_text(), text)
+
+  def test_an_import_that_cannot_be_rewritten_fails_the_run(self):
+    r, output, _ = self._tool("uses_helper_test.py")
+    self.assertEqual(r.returncode, 2, output)
+    self.assertIn("SKIPPED: cannot make tests/uses_helper_test.py importable",
+                  output)
+    self.assertIn("absent_in_helper_xyz", output)
+
+  def test_a_node_id_runs_just_that_test(self):
+    r, output, out = self._tool("simple_test.py::test_two")
+    self.assertEqual(r.returncode, 0, output)
+    self.assertIn("upstream {'passed': 1}; fork {'passed': 1}", output)
+    for env in ("venv-upstream", "venv"):
+      outcomes, _ = upstream_tests.outcomes(out / f"simple_test.{env}.xml")
+      self.assertEqual(outcomes, {"tests.simple_test::test_two": "passed"})
+
+  def test_a_clean_run_exits_0(self):
+    r, output, _ = self._tool("simple_test.py")
+    self.assertEqual(r.returncode, 0, output)
+    self.assertIn(f"HEAD ({self.v2[:12]})", output)
+    self.assertIn("upstream {'passed': 3}; fork {'passed': 3}", output)
+    self.assertIn("0 tests pass upstream and fail on the fork", output)
+    self.assertNotIn("NO VERDICT", output)
+
+  def test_ref_picks_an_older_commits_tests(self):
+    r, output, out = self._tool("--ref", "v1", "simple_test.py")
+    self.assertEqual(r.returncode, 0, output)
+    self.assertIn(f"v1 ({self.v1[:12]})", output)
+    self.assertIn("upstream {'passed': 2}; fork {'passed': 2}", output)
+    self.assertEqual((out / "src" / ".commit").read_text(), self.v1)
+    # The extraction is keyed on the commit that the ref resolves to.
+    src = out / "src"
+    self.assertEqual(upstream_tests.extract_tests(self.repo, src, "HEAD"),
+                     self.v2)
+    self.assertIn("test_three", (src / "tests" / "simple_test.py").read_text())
+    self.assertEqual(upstream_tests.extract_tests(self.repo, src, "HEAD~1"),
+                     self.v1)
+    self.assertNotIn("test_three",
+                     (src / "tests" / "simple_test.py").read_text())
+    r, output, _ = self._tool("--ref", "no-such-ref", "simple_test.py")
+    self.assertEqual(r.returncode, 2, output)
+    self.assertIn("'no-such-ref' is not a commit", output)
+
+
+if __name__ == "__main__":
+  absltest.main()
