@@ -6,6 +6,7 @@ Times are seconds per operation (per call, per trace+lower).
 """
 
 import gc
+import itertools
 import json
 import os
 import resource
@@ -67,6 +68,34 @@ def eager_cases(put):
           "x[0]": lambda: x[0]}
 
 
+def creation_cases():
+  """name -> function: eager creation on cpu:3, what array-API code runs.
+
+  Fixed and varying fill values and offsets (a value must never cost a
+  compile), and *_like of committed and uncommitted arrays.
+  """
+  d = D[3]
+  x, u = jax.device_put(jnp.arange(16.0), d), jnp.arange(16.0)
+  values = itertools.cycle([i + 0.5 for i in range(50)])
+  offsets = itertools.cycle(range(3))
+  nan = float("nan")
+  return {
+      "jnp.zeros(16, device=d)": lambda: jnp.zeros(16, device=d),
+      "jnp.full(16, 2.5, device=d)": lambda: jnp.full(16, 2.5, device=d),
+      "jnp.full(16, v, device=d), 50 values": (
+          lambda: jnp.full(16, next(values), device=d)),
+      "jnp.full(16, nan, device=d)": lambda: jnp.full(16, nan, device=d),
+      "jnp.full_like(x, v), x committed, 50 values": (
+          lambda: jnp.full_like(x, next(values))),
+      "jnp.zeros_like(x), x committed": lambda: jnp.zeros_like(x),
+      "jnp.ones_like(u), u uncommitted": lambda: jnp.ones_like(u),
+      "jnp.eye(8, k=k, device=d), 3 offsets": (
+          lambda: jnp.eye(8, k=next(offsets), device=d)),
+      "jnp.asarray(u, device=d)": lambda: jnp.asarray(u, device=d),
+      "jnp.arange(16, device=d)": lambda: jnp.arange(16, device=d),
+  }
+
+
 def _tags():
   return (("committed cpu:3", inputs(True)), ("uncommitted", inputs(False)))
 
@@ -89,6 +118,10 @@ def eager(results):
       for _ in range(20):
         fn()
       results[f"eager: {name} ({tag})"] = per_call(fn, 1000)
+  for name, fn in creation_cases().items():
+    for _ in range(60):
+      jax.block_until_ready(fn())
+    results[f"eager: {name}"] = per_call(fn, 200)
 
 
 def _mlp(layers):
@@ -283,6 +316,10 @@ def instructions(labels):
       for _ in range(50):
         fn()
       block(f"eager: {name} ({tag})", fn, 500)
+  for name, fn in creation_cases().items():
+    for _ in range(60):
+      jax.block_until_ready(fn())
+    block(f"eager: {name}", fn, 100)
   for name, (make, args) in programs().items():
     jax.jit(make()).trace(*args).lower()
     f = jax.jit(make())

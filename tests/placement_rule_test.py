@@ -346,5 +346,114 @@ class TransformationsTest(PlacementRuleTestCase):
     self.assertArraysEqual(jax.jit(g)(x), g(x))
 
 
+class HomeDeviceTest(PlacementRuleTestCase):
+  """Reads of `x.device` agree with where values land, at every level."""
+
+  def test_read_before_a_second_source(self):
+    # After one source inside, the home device looks decided; a second
+    # source on another device undecides it: the read is traced again.
+    seen = []
+    def f(a, b):
+      x = jnp.zeros(3)
+      y = jax.device_put(a, _dev(1))
+      seen.append(x.device)
+      return x, y, jax.device_put(b, _dev(2))
+    u = jnp.ones(3)
+    x, y, z = jax.jit(f)(u, u)
+    self.assertEqual(x.devices(), {seen[-1]})
+    self.assertEqual(seen[-1], self.default_device())
+    self.assertOn(y, _dev(1), True)
+    self.assertOn(z, _dev(2), True)
+
+  def default_device(self):
+    return jax.devices()[0]
+
+  @parameterized.parameters(False, True)
+  def test_nested_read_does_not_depend_on_call_order(self, outer_first):
+    seen = []
+    @jax.jit
+    def inner(a):
+      x = jnp.zeros(3)
+      seen.append(x.device)
+      return x, jax.device_put(a, _dev(1)) + 1
+    outer = jax.jit(lambda a, b: (*inner(a), jax.device_put(b, _dev(2))))
+    u = jnp.ones(3)
+    calls = [lambda: outer(u, u)[0], lambda: inner(u)[0]]
+    for call in (calls if outer_first else calls[::-1]):
+      x = call()
+      # inner's only source is cpu:1: x lands there, as eagerly, and the
+      # read (of the trace that was kept) said so.
+      self.assertEqual(x.devices(), {_dev(1)})
+      self.assertEqual(seen[-1], _dev(1))
+    self.assertEqual(inner(u)[0].devices(), {_dev(1)})
+
+  def test_transformed_jaxpr_keeps_the_argument_home(self):
+    c = jax.device_put(jnp.ones(3), _dev(1))
+    seen = []
+    @jax.jit
+    def f(a, b):
+      x = jnp.zeros(3)
+      seen.append(x.device)
+      return x, a * c, b * 2
+    a = jax.device_put(jnp.ones((1, 3)), _dev(1))
+    b = jax.device_put(jnp.ones((1, 3)), _dev(2))
+    x, _, _ = jax.vmap(f)(a, b)
+    self.assertEqual(x.devices(), {_dev(1)})
+    self.assertEqual(seen[-1], _dev(1))
+
+  def test_nested_calls_with_operands_on_two_devices(self):
+    @jax.jit
+    def inner(a, b):
+      return a + 1, jax.device_put(b, _dev(1)) * 2
+    a = jax.device_put(jnp.ones(3), _dev(1))
+    b = jax.device_put(jnp.ones(3), _dev(2))
+    for f in (lambda a, b: inner(a, b),
+              jax.checkpoint(lambda a, b: (a + 1, b + 1))):
+      eager = f(a, b)
+      jitted = jax.jit(f)(a, b)
+      for o, e in zip(jitted, eager):
+        self.assertEqual(o.devices(), e.devices())
+        self.assertArraysEqual(o, e)
+
+  @parameterized.parameters("custom_jvp", "custom_vjp")
+  def test_custom_rule_whose_result_is_moved(self, kind):
+    if kind == "custom_jvp":
+      g = jax.custom_jvp(lambda x: jnp.sin(jax.device_put(x, _dev(2))))
+      g.defjvp(lambda p, t: (g(p[0]), jax.device_put(t[0], _dev(2))))
+    else:
+      g = jax.custom_vjp(lambda x: jnp.sin(jax.device_put(x, _dev(2))))
+      g.defvjp(lambda x: (g(x), x), lambda x, ct: (ct.to_device(x.device),))
+    x = jax.device_put(jnp.ones(3), _dev(1))
+    self.assertOn(g(x), _dev(2), True)
+    self.assertOn(jax.jit(g)(x), _dev(2), True)
+    self.assertEqual(jax.jit(g).trace(x).out_info.sharding.device_set,
+                     {_dev(2)})
+
+
+class CopySemanticsTest(PlacementRuleTestCase):
+
+  def test_array_copies_a_value_already_on_the_device(self):
+    s = NamedSharding(Mesh(np.array([_dev(1)]), ("x",)), P())
+    x = jax.device_put(jnp.arange(3.0), s)
+    y = jnp.array(x, device=_dev(1))
+    self.assertNotEqual(y.unsafe_buffer_pointer(), x.unsafe_buffer_pointer())
+    jax.jit(lambda a: a + 1, donate_argnums=0)(y)
+    self.assertFalse(x.is_deleted())
+    self.assertArraysEqual(x, np.arange(3.0, dtype=np.float32))
+
+  @parameterized.parameters("full_like", "zeros_like", "ones_like")
+  def test_like_of_a_weakly_typed_array(self, name):
+    w = jax.device_put(jax.jit(lambda: 1.0)(), _dev(3))
+    f = {"full_like": lambda: jnp.full_like(w, 2.5, device=_dev(3)),
+         "zeros_like": lambda: jnp.zeros_like(w, device=_dev(3)),
+         "ones_like": lambda: jnp.ones_like(w, device=_dev(3))}[name]
+    with config.device_tracing(False):
+      expected = f()
+    out = f()
+    self.assertEqual(out.weak_type, expected.weak_type)
+    self.assertBitwiseEqual(out, expected)
+    self.assertOn(out, _dev(3), True)
+
+
 if __name__ == "__main__":
   absltest.main(testLoader=jtu.JaxTestLoader())

@@ -63,6 +63,57 @@ class CrossDeviceError(device_tracing.DeviceConflictError):
   """A computation spanning several devices that cannot run as stages."""
 
 
+# --------------------------------------------------------------------------
+# Tracing: what a computation that spans devices may not do
+
+def check_one_device(primitive, in_device: Device | None, jaxprs,
+                     source_info) -> None:
+  """The bodies of an operation that is not a call stay on one device.
+
+  A loop body or a cond branch (`jaxprs`, from the operation's params) runs
+  as one computation of its own, eagerly too: it may not move values
+  between devices. Calls (jit, checkpoint, custom_jvp, custom_vjp) may.
+  """
+  if device_tracing.is_call_spanning_devices(primitive):
+    return
+  first: tuple[Device, device_tracing.Source | None] | None = (
+      None if in_device is None else (in_device, None))
+  for jaxpr in jaxprs:
+    for d, src in device_tracing.jaxpr_devices(jaxpr):
+      if first is None:
+        first = (d, src)
+      elif d != first[0]:
+        raise cross_device_body_error(primitive, first, (d, src), source_info)
+
+
+def cross_device_body_error(primitive, first, second, source_info
+                            ) -> CrossDeviceError:
+  def desc(d, src):
+    return (src.describe() if src is not None
+            else f"its operands {device_tracing.dev_ids_plat_str(d)}")
+  where = device_tracing.user_summary(source_info)
+  d1, d2 = (device_tracing.device_str(first[0]),
+            device_tracing.device_str(second[0]))
+  msg = (f"`{primitive.name}`{f' at {where}' if where else ''} holds values "
+         f"committed to {d1} and {d2}: {desc(*first)}, and "
+         f"{desc(*second)}.\nA jitted computation may span several devices, "
+         "but a loop body and the branches of a cond must each stay on one "
+         "device. Move values between devices before or after it.")
+  return CrossDeviceError(msg)
+
+
+def no_single_computation_error(
+    devices: Sequence[device_tracing.JaxprDevice]) -> CrossDeviceError:
+  """For lowering a computation that spans several devices as one."""
+  listed = "; ".join(src.describe() for _, src in devices)
+  return CrossDeviceError(
+      "This computation holds values committed to several devices "
+      f"({listed}). Called, it runs as per-device stages with copies between "
+      "them; it has no single XLA computation, so it cannot be lowered, "
+      "compiled ahead of time or exported as one. Lower each per-device part "
+      "as a jit of its own, or commit its values to one device.")
+
+
 def spans_devices(jaxpr: core.Jaxpr) -> bool:
   """Whether `jaxpr` holds values committed to more than one device."""
   return len(device_tracing.jaxpr_devices(jaxpr)) > 1

@@ -54,7 +54,7 @@ def device_str(d: Device) -> str:
   return f"{d.platform}:{d.id}"
 
 
-def _dev_ids_plat_str(d: Device) -> str:
+def dev_ids_plat_str(d: Device) -> str:
   # The phrasing of stages.DeviceAssignmentMismatch, so that the errors read
   # the same as upstream JAX's device-mismatch errors.
   return f"with device ids [{d.id}] on platform {d.platform.upper()}"
@@ -120,6 +120,22 @@ def cross_device_enabled() -> bool:
 calls_spanning_devices: dict[Any, str | None] = {}
 
 
+# Call primitives whose callee is a computation of its own (jit), unlike the
+# plain calls above: their uncommitted results land on the callee's home
+# device when its sources decide one, as an eager call of the jit does.
+computation_calls: set[Any] = set()
+
+
+def callee_home(primitive, params) -> Device | None:
+  """The home device of the callee of a computation call (jit), or None."""
+  if (primitive in computation_calls or
+      getattr(primitive, "prim", None) in computation_calls):
+    callee = spanning_callee(primitive, params)
+    if callee is not None:
+      return jaxpr_home(callee)
+  return None
+
+
 # Primitives that move values between devices (device_put): in cross-device
 # mode, the only operations whose results may be committed to another device
 # than their operands.
@@ -171,16 +187,16 @@ class Source:
 
   @property
   def where(self) -> str | None:
-    return _user_summary(self.source_info)
+    return user_summary(self.source_info)
 
   def describe(self) -> str:
-    s = f"{self.what} {_dev_ids_plat_str(self.device)}"
+    s = f"{self.what} {dev_ids_plat_str(self.device)}"
     if (where := self.where):
       s += f" (called at {where})" if self.is_argument else f" at {where}"
     return s
 
 
-def _user_summary(source_info) -> str | None:
+def user_summary(source_info) -> str | None:
   if source_info is None or source_info.traceback is None:
     return None
   s = source_info_util.summarize(source_info)
@@ -291,7 +307,7 @@ def conflict_error(first: Source | None, second: Source | None,
                    meet_where: str | None = None) -> DeviceConflictError:
   def desc(src, d):
     if src is None:
-      return f"a value {_dev_ids_plat_str(d)}"
+      return f"a value {dev_ids_plat_str(d)}"
     return src.describe()
   msg = (f"Received incompatible devices for jitted computation. Got "
          f"{desc(first, d1)} and {desc(second, d2)}.")
@@ -353,57 +369,8 @@ def join_operands(primitive, avals: Iterable[Any], params) -> Device | None:
   except JoinConflict:
     callee = spanning_callee(primitive, params)
     if callee is not None and cross_device_enabled():
-      home = jaxpr_home(callee)
-      return None if home is None else home.device
+      return jaxpr_home(callee)
     raise
-
-
-def check_one_device(primitive, in_device: Device | None, jaxprs,
-                     source_info) -> None:
-  """The bodies of an operation that is not a jit call stay on one device.
-
-  A loop body, a cond branch, or the function of remat, custom_jvp or
-  custom_vjp (`jaxprs`, from the operation's params) runs inside one
-  computation of its own: in cross-device mode it may not move values
-  between devices.
-  """
-  if is_call_spanning_devices(primitive):
-    return
-  first: tuple[Device, Source | None] | None = (
-      None if in_device is None else (in_device, None))
-  for jaxpr in jaxprs:
-    for d, src in jaxpr_devices(jaxpr):
-      if first is None:
-        first = (d, src)
-      elif d != first[0]:
-        raise cross_device_body_error(primitive, first, (d, src), source_info)
-
-
-def cross_device_body_error(primitive, first, second, source_info
-                            ) -> DeviceConflictError:
-  def desc(d, src):
-    return (src.describe() if src is not None
-            else f"its operands {_dev_ids_plat_str(d)}")
-  where = _user_summary(source_info)
-  msg = (f"`{primitive.name}`{f' at {where}' if where else ''} holds values "
-         f"committed to {device_str(first[0])} and {device_str(second[0])}: "
-         f"{desc(*first)}, and {desc(*second)}.\nA jitted computation may "
-         "span several devices, but a loop body, the branches of a cond, and "
-         "the functions of remat, custom_jvp and custom_vjp must each stay on "
-         "one device. Move values between devices before or after it.")
-  return DeviceConflictError(msg)
-
-
-def no_single_computation_error(devices: Sequence[JaxprDevice]
-                                ) -> DeviceConflictError:
-  """For lowering a computation that spans several devices as one."""
-  listed = "; ".join(src.describe() for _, src in devices)
-  return DeviceConflictError(
-      "This computation holds values committed to several devices "
-      f"({listed}). Called, it runs as per-device stages with copies between "
-      "them; it has no single XLA computation, so it cannot be lowered, "
-      "compiled ahead of time or exported as one. Lower each per-device part "
-      "as a jit of its own, or commit its values to one device.")
 
 
 @lru_cache(maxsize=4096)
@@ -565,9 +532,17 @@ class Placement:
 
   def _observed(self, device: Device) -> bool:
     p: Placement | None = self
-    while p.parent is not None:
+    while p is not None:
+      if any(d == device for d, _ in p.observed):
+        return True
       p = p.parent
-    return any(d == device for d, _ in p.observed)
+    return False
+
+  def hand_reads_to_parent(self):
+    """Hands this computation's `.device` reads to the enclosing one."""
+    if self.parent is not None:
+      self.parent.observed.extend(self.observed)
+    self.observed = []
 
   def set_hint(self, device: Device):
     """Makes this a retrace that knows the home device."""
@@ -587,9 +562,9 @@ class Placement:
     Inside a jnp function (a nested jit), the line that called it.
     """
     p: Placement | None = self
-    where = _user_summary(source_info)
+    where = user_summary(source_info)
     while where is None and p is not None:
-      where = _user_summary(p.call_site)
+      where = user_summary(p.call_site)
       p = p.parent
     return where
 
@@ -616,23 +591,27 @@ class Placement:
     d = self.estimate
     if d is None:
       d = default_device()
-    if self.hint is None and self.final_home() is not None:
-      return d  # decided by a committed source: no retrace can change it
-    where = _user_summary(source_info_util.current())
-    p: Placement | None = self
-    while p is not None:
-      p.observed.append((d, where))
-      p = p.parent
+    if self.hint is None and (self.pinned is not None or
+                              self.arg_device is not None):
+      return d  # decided by jit device= or an argument: final
+    self.observed.append((d, user_summary(source_info_util.current())))
     return d
 
   def stale_observation(self) -> tuple[Device, tuple[Device, str | None]
                                        ] | None:
     """A `.device` read that the final home device contradicts.
 
-    Returns the final home device and the read, or None.
+    Called when the function is staged. Reads are checked by the innermost
+    computation that decides its own home device: a nested one whose
+    sources decide none hands its reads to the enclosing computation, where
+    its uncommitted values go. Returns the final home device and the read,
+    or None.
     """
     want = self.final_home()
     if want is None:
+      if self.parent is not None:
+        self.hand_reads_to_parent()
+        return None
       want = self.ambient if self.ambient is not None else default_device()
     for d, where in self.observed:
       if d != want:
@@ -806,10 +785,12 @@ def _cache_jaxpr_devices(jaxpr, devices, home):
   _jaxpr_devices_cache[key] = (ref, devices, home)
 
 
-def _home_of(devices: tuple[JaxprDevice, ...]) -> Device | None:
-  # Placement.final_home, for a jaxpr that no trace recorded.
-  for d, src in devices:
-    if src.is_argument:
+def _home_of(jaxpr, devices: tuple[JaxprDevice, ...]) -> Device | None:
+  # Placement.final_home, for a jaxpr that no trace recorded (one made by a
+  # transformation): its first committed argument, else its one device.
+  for v in jaxpr.invars:
+    d = getattr(v.aval, "device", None)
+    if d is not None:
       return d
   return devices[0].device if len(devices) == 1 else None
 
@@ -819,7 +800,7 @@ def _lookup(jaxpr):
   if entry is not None and entry[0]() is jaxpr:
     return entry
   devices = _jaxpr_devices(jaxpr)
-  home = _home_of(devices)
+  home = _home_of(jaxpr, devices)
   _cache_jaxpr_devices(jaxpr, devices, home)
   return None, devices, home
 
