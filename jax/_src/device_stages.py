@@ -30,9 +30,10 @@ with device tracing a jitted computation that does the same is split:
    result lands committed on its device: a committed result where it is
    committed, an uncommitted one on the home device.
 
-The home device is the first device committed in the computation (its first
-committed argument, else its first committed source): it is what
-``x.device`` of an uncommitted value returned while tracing.
+The home device is the one of ``device_tracing.Placement.final_home`` (the
+first committed argument's device, else the one device that sources inside
+commit to, else the default device): it is what ``x.device`` of an
+uncommitted value returned while tracing.
 
 Single-device computations never come here: they compile to one executable
 and keep the C++ dispatch path.

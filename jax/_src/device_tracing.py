@@ -14,14 +14,17 @@ inputs' devices: ``None ⊔ d = d``, ``d ⊔ d = d``, and ``d1 ⊔ d2`` with
 ``d1 != d2`` is an error, raised while tracing.
 
 A staged computation (one function being traced to a jaxpr) has a
-:class:`Placement`: the committed device of the computation, where it came from,
-and whether the trace has read ``x.device`` of an uncommitted value. The
-*computation device* is the committed device, or the default device when
-nothing committed it. ``tracer.device`` of an uncommitted value returns it.
+:class:`Placement`: the devices its committed sources commit values to, where
+each came from, and the reads of ``x.device`` of uncommitted values. Its
+*home device* is where its uncommitted values go (the default device when
+nothing committed it); ``tracer.device`` of an uncommitted value returns it.
+A sharding commits a value to a device exactly when its device set is that
+one device (:func:`sharding_device`), and values meet by one join
+(:func:`join_devices`).
 
 Jaxprs record every committed source in the avals of their variables (jit
 arguments, closed-over constants, the outputs of ``device_put`` and of creation
-functions given ``device=``), so :func:`jaxpr_device` can recover the device of
+functions given ``device=``), so :func:`jaxpr_devices` can recover the devices of
 a computation from the jaxpr alone, before dead-code elimination. Lowering uses
 it to place the computation (``pxla.lower_sharding_computation``).
 
@@ -29,8 +32,10 @@ With ``jax_device_tracing_cross_device`` on (the default), a computation may
 hold values committed to several devices, as eager JAX does: values still
 meet only on one device (the join), and a ``device_put`` to another device
 moves a value. Such a computation runs as per-device stages
-(``jax._src.device_stages``). Its *home device*, which ``x.device`` of an
-uncommitted value returns, is the first device committed in it.
+(``jax._src.device_stages``). Its *home device*, where its uncommitted
+values go and which ``x.device`` of one returns, is a function of its
+committed sources alone (:meth:`Placement.final_home`; docs/design.md, "The
+placement rule").
 """
 
 from __future__ import annotations
