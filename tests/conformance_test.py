@@ -89,6 +89,18 @@ class ConformanceTableTest(jtu.JaxTestCase):
         "f", "C", "jit", neg_zero, ok)], ["value"])
     self.assertEqual([k for k, _ in compare.check_run(
         "f", "U", "jit", ok, ok)], ["placement"])
+    # Eagerly, upstream's placement is the oracle; a departure from it must
+    # follow the rule (and then needs a reason in EXPECTED).
+    elsewhere = dict(ok=True, leaves=[dict(ok["leaves"][0], devices=[0],
+                                           committed=False)])
+    self.assertEmpty(compare.check_run("f", "C", "eager", elsewhere,
+                                       elsewhere))
+    self.assertEqual([k for k, _ in compare.check_run(
+        "f", "C", "eager", elsewhere, ok)], ["placement"])
+    self.assertEqual([k for k, _ in compare.check_run(
+        "f", "C", "eager", ok, elsewhere)], ["eager-rule"])
+    self.assertEqual([k for k, _ in compare.check_run(
+        "f", "C", "jit", elsewhere, elsewhere)], ["placement"])
     err = dict(ok=False, error=dict(type="TypeError", mro=["TypeError"],
                                     message=""))
     self.assertEqual([k for k, _ in compare.check_run(
