@@ -535,12 +535,10 @@ def _with_shardings(jaxpr, name, in_shardings, out_shardings):
   # As jit moves arguments to its in_shardings, and results to its
   # out_shardings.
   staged = _staged_computation(jaxpr, name)
-  in_copies = [None if type(s) is UnspecifiedValue
-               else _copier(device_tracing.sharding_device(s))
-               for s in in_shardings]
-  out_copies = [None if type(s) is UnspecifiedValue
-                else _copier(device_tracing.sharding_device(s))
-                for s in out_shardings]
+  def copiers(shardings):
+    return [None if type(s) is UnspecifiedValue
+            else _copier(device_tracing.sharding_device(s)) for s in shardings]
+  in_copies, out_copies = copiers(in_shardings), copiers(out_shardings)
   def call(*args):
     outs = staged(*[x if c is None else c(x) for x, c in zip(args, in_copies)])
     return [x if c is None else c(x) for x, c in zip(outs, out_copies)]

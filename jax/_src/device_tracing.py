@@ -131,10 +131,18 @@ calls_spanning_devices: dict[Any, str | None] = {}
 computation_calls: set[Any] = set()
 
 
+def _registered(registry, primitive):
+  """`primitive`, or the call it stands for, if `registry` holds it."""
+  if primitive in registry:
+    return primitive
+  # Autodiff's vjp_node(jit) stands for a jit call too (ad.VJPNode).
+  prim = getattr(primitive, "prim", None)
+  return prim if prim in registry else None
+
+
 def callee_home(primitive, params) -> Device | None:
   """The home device of the callee of a computation call (jit), or None."""
-  if (primitive in computation_calls or
-      getattr(primitive, "prim", None) in computation_calls):
+  if _registered(computation_calls, primitive) is not None:
     callee = spanning_callee(primitive, params)
     if callee is not None:
       return jaxpr_home(callee)
@@ -148,16 +156,13 @@ transfer_primitives: set[Any] = set()
 
 
 def is_call_spanning_devices(primitive) -> bool:
-  # Autodiff's vjp_node(jit) stands for a jit call too (ad.VJPNode).
-  return (primitive in calls_spanning_devices or
-          getattr(primitive, "prim", None) in calls_spanning_devices)
+  return _registered(calls_spanning_devices, primitive) is not None
 
 
 def spanning_callee(primitive, params):
   """The callee jaxpr of a call that may span devices, else None."""
-  name = calls_spanning_devices.get(primitive)
-  if name is None:
-    name = calls_spanning_devices.get(getattr(primitive, "prim", None))
+  call = _registered(calls_spanning_devices, primitive)
+  name = None if call is None else calls_spanning_devices[call]
   return None if name is None else params.get(name)
 
 
@@ -505,11 +510,6 @@ class Placement:
       return self.hint
     home = self.final_home()
     return self.ambient if home is None else home
-
-  @property
-  def device(self) -> Device | None:
-    """The computation's committed home device, if the sources decide one."""
-    return self.hint if self.hint is not None else self.final_home()
 
   def commit(self, device: Device, source: Source | Callable[[], Source],
              is_argument: bool = False):
