@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 from jax._src import config
 from jax._src import source_info_util
 from jax._src.lib import xla_client as xc
+from jax._src.util import weakref_lru_cache
 
 Device = xc.Device
 
@@ -443,7 +444,7 @@ class Placement:
   """
   __slots__ = ("parent", "devices", "arg_device", "pinned", "hint",
                "ambient", "multi_device", "strict", "observed", "hinted",
-               "call_site", "_active")
+               "read_device", "call_site", "_active")
 
   parent: Placement | None
   devices: dict[Device, Source]  # every committed device, with its source
@@ -455,6 +456,7 @@ class Placement:
   strict: bool
   observed: list[tuple[Device, str | None]]  # `.device` reads, uncommitted
   hinted: bool                # in a retrace: reads are not traced again
+  read_device: bool           # the trace read a device (note_read)
   call_site: source_info_util.SourceInfo     # where the function was called
 
   def __init__(self, parent: Placement | None, jit: JitContext | None):
@@ -470,6 +472,7 @@ class Placement:
     self.strict = parent is not None and parent.strict
     self.observed = []
     self.hinted = parent is not None and parent.hinted
+    self.read_device = False
     self.call_site = source_info_util.current()
     self._active = False
     if jit is not None and jit.device is not None:
@@ -701,6 +704,7 @@ class placement_scope:
 
 def tracer_device(tracer) -> Device:
   """`tracer.device`: its committed device, else the computation device."""
+  note_read()
   aval = tracer.aval
   d = aval.device
   if d is not None:
@@ -840,3 +844,237 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
     _cache_jaxpr_devices(
         jaxpr, tuple(JaxprDevice(d, s) for d, s in placement.devices.items()),
         placement.final_home())
+
+
+# --------------------------------------------------------------------------
+# One trace for every device
+#
+# A function called with arguments committed to other devices is traced and
+# lowered once, not once per device, when its trace never observed a device
+# (docs/design.md, "One trace for every device"): the jaxpr traced for the
+# first devices is reused for the others with every committed device
+# renamed (`substitute_devices`), and lowering uses the first jaxpr's module
+# (`lowering_source`). Compiles stay per device, as upstream.
+
+# Jaxprs whose trace observed a device: it read `x.device`, `x.devices()` or
+# `jax.typeof(x)` of a traced value, or reused a trace that did. They are
+# traced again for other devices, as their structure may depend on it.
+observing_jaxprs: weakref.WeakSet = weakref.WeakSet()
+
+
+def note_read():
+  """Notes that the computations being staged observed a device."""
+  p = current()
+  while p is not None and not p.read_device:
+    p.read_device = True
+    p = p.parent
+
+
+def note_jaxpr_reads(jaxpr):
+  """Notes the reads of a trace reused from a cache inside another trace."""
+  if jaxpr in observing_jaxprs:
+    note_read()
+
+
+def record_reads(jaxpr, placement: Placement | None) -> None:
+  if placement is not None and placement.read_device:
+    observing_jaxprs.add(jaxpr)
+
+
+def device_pattern(avals) -> tuple[Any, tuple[Device, ...]] | None:
+  """The argument types with their committed devices abstracted, and those.
+
+  The key is the avals without devices, which arguments share a device, and
+  each device's platform: calls with the same key differ only by which
+  devices their arguments are committed to. None where an argument type is
+  not an array type (its device could hide inside it).
+  """
+  from jax._src import core  # pyrefly: ignore[missing-import]
+  devices: list[Device] = []
+  slots, bare = [], []
+  for a in avals:
+    if type(a) is not core.ShapedArray:
+      return None
+    d = a.device
+    if d is None:
+      slots.append(-1)
+      bare.append(a)
+    else:
+      if d not in devices:
+        devices.append(d)
+      slots.append(devices.index(d))
+      bare.append(with_device(a, None))
+  key = (tuple(bare), tuple(slots), tuple(d.platform for d in devices))
+  return key, tuple(devices)
+
+
+class _NotShareable(Exception):
+  """The jaxpr may not be the trace of its function on other devices."""
+
+
+# Traces renamed to other devices, with the trace they were made from: their
+# lowering is that trace's lowering (a single-device module names no device).
+_lowering_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def substitute_devices(jaxpr, old: Sequence[Device], new: Sequence[Device]):
+  """`jaxpr` as traced with arguments on `new` instead of `old`, or None.
+
+  Every value committed to ``old[i]`` is committed to ``new[i]``. That is the
+  trace of the same function on the new devices when its trace observed no
+  device (the caller checks `observing_jaxprs`) and the jaxpr names no device
+  of its own among `old` or `new`: a committed constant, or a `device_put`,
+  `device=`, sharding or jit placement in an equation's parameters, whose
+  device a fresh trace would keep while the arguments' devices change. A
+  jaxpr with callbacks that trace later with the arguments' types (custom_jvp
+  and custom_vjp rules) or with effects on inputs is not renamed either.
+  """
+  if tuple(old) == tuple(new):
+    return jaxpr
+  mapping = tuple(zip(old, new))
+  out = _substituted(jaxpr, mapping)
+  if out is None:
+    return None
+  _lowering_sources[out] = _lowering_sources.get(jaxpr, jaxpr)
+  _, devices, home = _lookup(jaxpr)
+  renamed = dict(mapping)
+  _cache_jaxpr_devices(out, tuple(
+      JaxprDevice(renamed.get(d, d),
+                  dataclasses.replace(s, device=renamed.get(d, d)))
+      for d, s in devices), renamed.get(home, home))
+  return out
+
+
+def rename_avals(avals, old: Device, new: Device) -> list[Any]:
+  return [with_device(a, new) if getattr(a, "device", None) == old else a
+          for a in avals]
+
+
+def lowering_source(jaxpr):
+  """The jaxpr whose lowering a renamed trace shares (itself if none)."""
+  return _lowering_sources.get(jaxpr, jaxpr)
+
+
+@weakref_lru_cache(trace_context_in_key=False)
+def _substituted(jaxpr, mapping):
+  try:
+    return _Renamer(dict(mapping)).jaxpr(jaxpr)
+  except _NotShareable:
+    return None
+
+
+class _Renamer:
+  """Renames devices through a jaxpr and the jaxprs nested in it."""
+
+  def __init__(self, mapping: dict[Device, Device]):
+    from jax._src import core  # pyrefly: ignore[missing-import]
+    from jax._src import linear_util as lu  # pyrefly: ignore[missing-import]
+    from jax._src.mesh import Mesh  # pyrefly: ignore[missing-import]
+    from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
+    self.core = core
+    self.classes = (Sharding, Mesh, lu.WrappedFun)
+    self.mapping = mapping
+    self.forbidden = {*mapping, *mapping.values()}
+    self.memo: dict[int, Any] = {}
+
+  def fixed(self, device):
+    # A device the jaxpr names itself: it must not be one being renamed.
+    if device in self.forbidden:
+      raise _NotShareable
+
+  def aval(self, a):
+    if type(a) is self.core.ShapedArray:
+      d = a.device
+      if d is not None and d in self.mapping:
+        return with_device(a, self.mapping[d])
+    return a
+
+  def jaxpr(self, jaxpr):
+    core = self.core
+    memo = self.memo.get(id(jaxpr))
+    if memo is not None:
+      return memo[1]
+    env: dict[Any, Any] = {}
+
+    def binder(v):
+      a = self.aval(v.aval)
+      if a is v.aval:
+        return v
+      nv = (core.DropVar(a) if type(v) is core.DropVar else core.Var(a))
+      env[v] = nv
+      return nv
+
+    def atom(x):
+      if type(x) is core.Literal:
+        d = getattr(x.aval, "device", None)
+        if d is not None:
+          self.fixed(d)
+        return x
+      return env.get(x, x)
+
+    num_consts = len(jaxpr.consts)
+    for v in jaxpr.constvars:
+      d = getattr(v.aval, "device", None)
+      if d is not None:
+        self.fixed(d)  # a committed constant stays where it is
+    invars = [binder(v) for v in jaxpr.all_invars]
+    eqns = []
+    for eqn in jaxpr.eqns:
+      if any(isinstance(e, core.effects.JaxprInputEffect)
+             for e in eqn.effects):
+        raise _NotShareable
+      params = self.params(eqn.params)
+      new_in = [atom(x) for x in eqn.invars]
+      new_out = [binder(v) for v in eqn.outvars]
+      if (params is eqn.params and
+          all(a is b for a, b in zip(new_in, eqn.invars)) and
+          all(a is b for a, b in zip(new_out, eqn.outvars))):
+        eqns.append(eqn)
+      else:
+        eqns.append(core.JaxprEqn(new_in, new_out, eqn.primitive, params,
+                                  eqn.effects, eqn.source_info, eqn.ctx))
+    outvars = [atom(x) for x in jaxpr.outvars]
+    out = core.Jaxpr(invars[:num_consts], invars[num_consts:], outvars, eqns,
+                     jaxpr.effects, jaxpr.debug_info, jaxpr.is_high,
+                     jaxpr.consts)
+    self.memo[id(jaxpr)] = (jaxpr, out)  # keeps jaxpr alive: ids stay unique
+    return out
+
+  def params(self, params):
+    new = None
+    for k, v in params.items():
+      nv = self.param(v)
+      if nv is not v:
+        if new is None:
+          new = dict(params)
+        new[k] = nv
+    return params if new is None else new
+
+  def param(self, v):
+    core = self.core
+    t = type(v)
+    if t is core.Jaxpr:
+      return self.jaxpr(v)
+    if t is tuple or t is list:
+      items = [self.param(x) for x in v]
+      return v if all(a is b for a, b in zip(items, v)) else t(items)
+    if t is core.ShapedArray:
+      return self.aval(v)
+    if isinstance(v, Device):
+      self.fixed(v)
+      return v
+    Sharding, Mesh, WrappedFun = self.classes
+    if isinstance(v, Sharding):
+      if v._is_concrete:
+        for d in v._device_assignment:
+          self.fixed(d)
+      return v
+    if isinstance(v, Mesh):
+      for d in v.devices.flat:
+        self.fixed(d)
+      return v
+    if isinstance(v, WrappedFun):
+      # A custom rule traced later with the argument types of the first
+      # trace (custom_jvp, custom_vjp): it would stage the old devices.
+      raise _NotShareable
+    return v
