@@ -107,6 +107,41 @@ def is_multi_device(sharding) -> bool:
           sharding.num_devices > 1)
 
 
+def fit_sharding(sharding, shape: Sequence[Any]):
+  """The layout over `sharding`'s devices for a new array of `shape`.
+
+  `device=` of a creation function names *where* the new array lives. A
+  sharding over several devices (for example `x.device` of a sharded array,
+  passed on to make an array of another shape) is used as it is when its
+  spec fits `shape`. Otherwise each dimension keeps its mesh axes when its
+  size divides by their product and is replicated along them when it does
+  not, and the spec's entries beyond the new rank are dropped: the same mesh
+  and memory kind, never an error and never other devices. A scalar is
+  replicated over the mesh. One-device shardings and other classes are
+  returned as they are.
+  """
+  from jax._src.named_sharding import NamedSharding  # pyrefly: ignore[missing-import]
+  if type(sharding) is not NamedSharding or sharding.mesh.size <= 1:
+    return sharding
+  spec = sharding.spec
+  mesh_shape = sharding.mesh.shape
+  parts = []
+  changed = len(spec) > len(shape)
+  for i, size in enumerate(shape):
+    part = spec[i] if i < len(spec) else None
+    if part is not None and part is not spec.UNCONSTRAINED:
+      axes = part if isinstance(part, tuple) else (part,)
+      n = 1
+      for a in axes:
+        n *= mesh_shape[a]
+      if isinstance(size, int) and size % n:
+        part, changed = None, True
+    parts.append(part)
+  if not changed:
+    return sharding
+  return sharding.update(spec=spec.update(partitions=tuple(parts)))
+
+
 class DeviceConflictError(ValueError):
   """Values committed to different devices meet in one computation."""
 
@@ -423,6 +458,7 @@ class JitContext(NamedTuple):
   device: Device | None = None   # jit-level committed device (device=, ...)
   what: str | None = None        # where it came from, for errors
   multi_device: bool = False     # the computation spans several devices
+  meshes: tuple[Any, ...] = ()   # concrete meshes of its sharded arguments
 
 
 class Placement:
@@ -444,7 +480,7 @@ class Placement:
   """
   __slots__ = ("parent", "devices", "arg_device", "pinned", "hint",
                "ambient", "multi_device", "strict", "observed", "hinted",
-               "read_device", "call_site", "_active")
+               "read_device", "meshes", "call_site", "_active")
 
   parent: Placement | None
   devices: dict[Device, Source]  # every committed device, with its source
@@ -473,6 +509,10 @@ class Placement:
     self.observed = []
     self.hinted = parent is not None and parent.hinted
     self.read_device = False
+    # The concrete meshes that the computation's sharded arguments (or the
+    # context mesh) lay values out on: `.device` of a sharded value.
+    self.meshes = (parent.meshes if parent is not None else ()) + (
+        jit.meshes if jit is not None else ())
     self.call_site = source_info_util.current()
     self._active = False
     if jit is not None and jit.device is not None:
@@ -711,14 +751,47 @@ def tracer_device(tracer) -> Device:
     return d
   mesh = aval.sharding.mesh
   if not mesh.empty and mesh.size != 1:
-    raise DeviceTracingUnavailable(
-        f"The 'device' attribute is not available on {tracer._error_repr()}, "
-        f"which is sharded over a mesh of {mesh.size} devices. Use "
-        "`jax.typeof(x).sharding` instead.")
+    return _sharded_device(tracer, aval)
   p = current()
   if p is None:
     return default_device()
   return p.observe(tracer._error_repr())
+
+
+def _sharded_device(tracer, aval):
+  """`.device` of a value sharded over several devices: its sharding.
+
+  As eagerly (a NamedSharding over the concrete mesh, with the value's spec
+  and memory kind), where the sharding is known while tracing: the mesh's
+  axes are Explicit, and its devices are those of the context mesh or of a
+  sharded argument of the computation.
+  """
+  from jax._src import core  # pyrefly: ignore[missing-import]
+  from jax._src import mesh as mesh_lib  # pyrefly: ignore[missing-import]
+  from jax._src.named_sharding import NamedSharding  # pyrefly: ignore[missing-import]
+  abstract = aval.sharding.mesh
+  what = tracer._error_repr()
+  if not abstract.are_all_axes_explicit:
+    raise DeviceTracingUnavailable(
+        f"The 'device' attribute is not available on {what}, which is "
+        f"sharded over a mesh of {abstract.size} devices with Auto axes: "
+        "the compiler decides its layout, so it is not known while tracing. "
+        "Use a mesh with Explicit axes (jax.make_mesh(..., axis_types=...)), "
+        "pass the sharding itself (device=NamedSharding(mesh, spec)), or "
+        "read `jax.typeof(x).sharding`.")
+  concrete = mesh_lib.get_concrete_mesh()
+  if concrete.empty or concrete.abstract_mesh != abstract:
+    p = current()
+    meshes = () if p is None else p.meshes
+    concrete = next((m for m in meshes if m.abstract_mesh == abstract), None)
+  if concrete is None:
+    raise DeviceTracingUnavailable(
+        f"The 'device' attribute is not available on {what}: it is sharded "
+        f"over the abstract mesh {abstract}, and no devices are known for it "
+        "while tracing. Enter the concrete mesh with jax.set_mesh(mesh), or "
+        "read `jax.typeof(x).sharding`.")
+  return NamedSharding(concrete, aval.sharding.spec,
+                       memory_kind=core.mem_space_to_kind(aval.memory_space))
 
 
 def stale_error(observed: tuple[Device, str | None], final: Device,
