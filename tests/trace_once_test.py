@@ -154,6 +154,24 @@ class SharedTraceTest(TraceOnceTestCase):
     self.assertLen(outer_traces, 8)
     self.assertLen(inner_traces, 1)
 
+  def test_grad_inside_jit_traced_once(self):
+    traces = []
+
+    def loss(w, x):
+      traces.append(1)
+      return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+    g = jax.jit(jax.grad(loss))
+    w, x = np.full((3, 3), 0.1), np.ones((2, 3))
+    with jtu.count_jit_and_pmap_lowerings() as lowerings:
+      outs = [g(_on(i, w), _on(i, x)) for i in (3, 5, 6)]
+    self.assertLen(traces, 1)
+    self.assertEqual(lowerings(), 1)
+    expected = jax.grad(loss, argnums=0)(w, x)
+    for i, out in zip((3, 5, 6), outs):
+      self.assertOn(out, _dev(i))
+      self.assertAllClose(out, expected)
+
   def test_eager_grad_and_vmap_of_a_shared_trace(self):
     traces = []
 

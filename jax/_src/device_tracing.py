@@ -742,6 +742,15 @@ class placement_scope:
       assert popped is p
 
 
+def is_home_device(device: Device) -> bool:
+  """Whether `device` is the home device of the computation being staged.
+
+  Without reading it: the answer does not observe a device.
+  """
+  p = current()
+  return p is not None and p.final_home() == device
+
+
 def tracer_device(tracer) -> Device:
   """`tracer.device`: its committed device, else the computation device."""
   note_read()
