@@ -3,30 +3,52 @@
 Run by benchmarks/run.py, alternately in the fork's and upstream's
 environment; prints one JSON object: {metric: [samples...]} plus counts.
 Times are seconds per operation (per call, per trace+lower).
+
+  worker.py [all|memory|instructions] [--only TEXT]... [--skip TEXT]...
+
+--only keeps the rows whose name contains one of the TEXTs (and their
+counts); --skip leaves out the rows whose name contains one of them. Rows
+left out are not run at all.
 """
 
+import argparse
 import gc
 import itertools
 import json
 import os
 import resource
-import sys
 import time
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# SciPy's array-API support (the array-API rows) must be on before scipy is
+# imported; jax itself does not import scipy.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 from jax._src import test_util as jtu  # noqa: E402
+import numpy as np  # noqa: E402
 
 D = jax.devices()
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 # Whether this jax runs a jitted computation across devices (the fork).
 # Upstream drops device_put inside jit: its cross-device jit is not measured.
 CROSS_DEVICE = "devtrace" in jax.__version__
+# Row filters (--only, --skip), set by main().
+ONLY: list[str] = []
+SKIP: list[str] = []
+# Programs whose trace has already filled the caches of the nested jnp jits
+# inside (a warm-up that the first call of a large program shares).
+_WARMED: set[str] = set()
+
+
+def want(*rows):
+  """Whether any of these rows is to be measured."""
+  return any((not ONLY or any(t in r for t in ONLY)) and
+             not any(t in r for t in SKIP) for r in rows)
 
 
 def per_call(fn, n):
@@ -71,29 +93,124 @@ def eager_cases(put):
 def creation_cases():
   """name -> function: eager creation on cpu:3, what array-API code runs.
 
-  Fixed and varying fill values and offsets (a value must never cost a
-  compile), and *_like of committed and uncommitted arrays.
+  Every creation function with device=d; fixed and varying fill values,
+  shapes and offsets (a value must never cost a compile: the varying values
+  are new on every call, from a counter, so a compile per value would show
+  in the time and in the compile count), and *_like of committed and
+  uncommitted arrays. _is_varying(name) tells the varying rows, whose
+  compiles in the timed loop are counted (they must be 0).
   """
   d = D[3]
   x, u = jax.device_put(jnp.arange(16.0), d), jnp.arange(16.0)
-  values = itertools.cycle([i + 0.5 for i in range(50)])
+  values = itertools.count(0.5)        # 0.5, 1.5, 2.5, ...: never repeat
+  starts = itertools.count(1)
   offsets = itertools.cycle(range(3))
+  shapes = itertools.cycle((15, 16, 17))
   nan = float("nan")
+  def arange_from(k):
+    return jnp.arange(k, k + 16, device=d)
   return {
       "jnp.zeros(16, device=d)": lambda: jnp.zeros(16, device=d),
+      "jnp.zeros(n, device=d), 3 shapes": (
+          lambda: jnp.zeros(next(shapes), device=d)),
+      "jnp.ones(16, device=d)": lambda: jnp.ones(16, device=d),
+      "jnp.empty(16, device=d)": lambda: jnp.empty(16, device=d),
       "jnp.full(16, 2.5, device=d)": lambda: jnp.full(16, 2.5, device=d),
-      "jnp.full(16, v, device=d), 50 values": (
+      "jnp.full(16, v, device=d), new v each call": (
           lambda: jnp.full(16, next(values), device=d)),
       "jnp.full(16, nan, device=d)": lambda: jnp.full(16, nan, device=d),
-      "jnp.full_like(x, v), x committed, 50 values": (
-          lambda: jnp.full_like(x, next(values))),
-      "jnp.zeros_like(x), x committed": lambda: jnp.zeros_like(x),
-      "jnp.ones_like(u), u uncommitted": lambda: jnp.ones_like(u),
+      "jnp.arange(16, device=d)": lambda: jnp.arange(16, device=d),
+      "jnp.arange(k, k + 16, device=d), new k each call": (
+          lambda: arange_from(next(starts))),
+      "jnp.linspace(0.0, 1.0, 16, device=d)": (
+          lambda: jnp.linspace(0.0, 1.0, 16, device=d)),
+      "jnp.linspace(0.0, v, 16, device=d), new v each call": (
+          lambda: jnp.linspace(0.0, next(values), 16, device=d)),
+      "jnp.eye(8, device=d)": lambda: jnp.eye(8, device=d),
       "jnp.eye(8, k=k, device=d), 3 offsets": (
           lambda: jnp.eye(8, k=next(offsets), device=d)),
       "jnp.asarray(u, device=d)": lambda: jnp.asarray(u, device=d),
-      "jnp.arange(16, device=d)": lambda: jnp.arange(16, device=d),
+      "jnp.asarray(v, device=d), new v each call": (
+          lambda: jnp.asarray(next(values), device=d)),
+      "jnp.array(u, device=d)": lambda: jnp.array(u, device=d),
+      "jnp.zeros_like(x), x committed": lambda: jnp.zeros_like(x),
+      "jnp.zeros_like(u), u uncommitted": lambda: jnp.zeros_like(u),
+      "jnp.zeros_like(u, device=d), u uncommitted": (
+          lambda: jnp.zeros_like(u, device=d)),
+      "jnp.ones_like(x), x committed": lambda: jnp.ones_like(x),
+      "jnp.ones_like(u), u uncommitted": lambda: jnp.ones_like(u),
+      "jnp.full_like(x, 2.5), x committed": lambda: jnp.full_like(x, 2.5),
+      "jnp.full_like(x, v), x committed, new v each call": (
+          lambda: jnp.full_like(x, next(values))),
+      "jnp.full_like(u, v), u uncommitted, new v each call": (
+          lambda: jnp.full_like(u, next(values))),
+      "jnp.empty_like(x), x committed": lambda: jnp.empty_like(x),
+      "jnp.empty_like(u), u uncommitted": lambda: jnp.empty_like(u),
   }
+
+
+def _is_varying(name):
+  return any(t in name for t in ("each call", "shapes", "offsets"))
+
+
+RFFTFREQ_JIT = ("jit(scipy.fft.rfftfreq(16, d=x[0], xp=xp)) (no device=: "
+                "dropped upstream)")
+
+
+def array_api_rows():
+  """The array-API rows' names, without importing the libraries."""
+  names = ["xpx.nunique(x)", "xpx.pad(x, 2)", "xpx.one_hot(i, 4)",
+           "xpx.cov(m)", "xpx.at(x)[1].set(2.0)", "scipy.special.logsumexp(x)",
+           "scipy.stats.moment(x, order=3)"]
+  return ([f"eager: array API: {n}" for n in names] +
+          ["eager: array API: scipy.fft.rfftfreq(16, xp=xp, device=d)"] +
+          [f"dispatch: array API: jit({n})" for n in names] +
+          [f"dispatch: array API: {RFFTFREQ_JIT}"])
+
+
+def array_api_cases():
+  """name -> (eager function, jit name, jitted function, input, n).
+
+  Array-API library code on an array committed to cpu:3: array-api-extra,
+  and SciPy with SCIPY_ARRAY_API=1, which find jax.numpy through
+  array_api_compat.array_namespace. n is the number of eager calls per
+  timed repetition (the jitted calls take 1000, or 300 for nunique).
+  """
+  import array_api_compat  # noqa: PLC0415 (only the array-API rows need it)
+  import array_api_extra as xpx  # noqa: PLC0415
+  import scipy.fft  # noqa: PLC0415
+  import scipy.special  # noqa: PLC0415
+  import scipy.stats  # noqa: PLC0415
+  ns = array_api_compat.array_namespace
+  d = D[3]
+  x = jax.device_put(jnp.arange(16.0) % 5, d)
+  i = jax.device_put(jnp.arange(8) % 4, d)
+  m = jax.device_put(jnp.arange(24.0).reshape(3, 8) ** 1.5, d)
+  cases = {
+      "xpx.nunique(x)": (lambda a: xpx.nunique(a), x, 10),
+      "xpx.pad(x, 2)": (lambda a: xpx.pad(a, 2), x, 200),
+      "xpx.one_hot(i, 4)": (lambda a: xpx.one_hot(a, 4), i, 200),
+      "xpx.cov(m)": (lambda a: xpx.cov(a), m, 200),
+      "xpx.at(x)[1].set(2.0)": (lambda a: xpx.at(a)[1].set(2.0), x, 50),
+      "scipy.special.logsumexp(x)": (
+          lambda a: scipy.special.logsumexp(a), x, 20),
+      "scipy.stats.moment(x, order=3)": (
+          lambda a: scipy.stats.moment(a, order=3), x, 20),
+  }
+  out = {name: (f, f"jit({name})", jax.jit(f), a, n)
+         for name, (f, a, n) in cases.items()}
+  # rfftfreq takes no array: eagerly the namespace comes from x and the
+  # device is d; under jit, upstream drops device= (the result lands
+  # uncommitted on cpu:0) and a tracer has no .device, so the jitted
+  # version takes its spacing from x instead, which places it on cpu:3.
+  out["scipy.fft.rfftfreq(16, xp=xp, device=d)"] = (
+      lambda a: scipy.fft.rfftfreq(16, xp=ns(a), device=d),
+      RFFTFREQ_JIT,
+      jax.jit(lambda a: scipy.fft.rfftfreq(16, d=a[0], xp=ns(a))), x, 50)
+  assert sorted(array_api_rows()) == sorted(
+      [f"eager: array API: {k}" for k in out] +
+      [f"dispatch: array API: {v[1]}" for v in out.values()])
+  return out
 
 
 def _tags():
@@ -103,6 +220,8 @@ def _tags():
 def dispatch(results, counts):
   for tag, put in _tags():
     for name, (f, args) in dispatch_cases(put).items():
+      if not want(f"dispatch: {name} ({tag})"):
+        continue
       jax.block_until_ready(f(*args))
       jax.block_until_ready(f(*args))
       n = 300 if name == "pytree of 100 leaves" else 2000
@@ -112,16 +231,47 @@ def dispatch(results, counts):
       jax.block_until_ready(f(*args))
 
 
-def eager(results):
+def eager(results, counts):
   for tag, put in _tags():
     for name, fn in eager_cases(put).items():
+      if not want(f"eager: {name} ({tag})"):
+        continue
       for _ in range(20):
         fn()
       results[f"eager: {name} ({tag})"] = per_call(fn, 1000)
   for name, fn in creation_cases().items():
+    if not want(f"eager: {name}"):
+      continue
     for _ in range(60):
       jax.block_until_ready(fn())
-    results[f"eager: {name}"] = per_call(fn, 200)
+    with jtu.count_jit_compilation_cache_miss() as compiles:
+      results[f"eager: {name}"] = per_call(fn, 200)
+      jax.block_until_ready(fn())
+    if _is_varying(name):
+      counts[f"compiles in steady state, eager: {name}"] = compiles()
+
+
+def array_api(results, counts):
+  """Array-API library calls on cpu:3, eagerly and jitted (steady state)."""
+  rows = array_api_cases()
+  for name, (f, jit_name, jf, a, n) in rows.items():
+    row = f"eager: array API: {name}"
+    if want(row):
+      for _ in range(max(5, n // 10)):
+        jax.block_until_ready(f(a))
+      with jtu.count_jit_compilation_cache_miss() as compiles:
+        results[row] = per_call(lambda: f(a), n)
+        jax.block_until_ready(f(a))
+      counts[f"compiles in steady state, {row}"] = compiles()
+    row = f"dispatch: array API: {jit_name}"
+    if want(row):
+      for _ in range(20):
+        jax.block_until_ready(jf(a))
+      with jtu.count_pjit_cpp_cache_miss() as misses:
+        results[row] = per_call(lambda: jf(a), 300 if "nunique" in name
+                                else 1000)
+      counts[f"python-path calls, array API: {jit_name}"] = misses()
+      jax.block_until_ready(jf(a))
 
 
 def _mlp(layers):
@@ -167,9 +317,12 @@ def programs():
 
 def trace_and_lower(results, counts):
   for name, (make, args) in programs().items():
+    if not want(f"trace+lower: {name}"):
+      continue
     # The first trace also fills the caches of the jnp functions used inside
     # (nested jits); it is a warm-up, not a sample.
     jax.jit(make()).trace(*args).lower()
+    _WARMED.add(name)
     samples = []
     for _ in range(REPEATS):
       f = jax.jit(make())          # a new function: its own trace and lowering
@@ -195,6 +348,14 @@ def _first_call_args(k):
 
 
 def first_calls(results, counts, k=8):
+  if want(f"first call on {k} new devices (trace+lower+compile)"):
+    _small_first_calls(results, counts, k)
+  if want("one trace of the first-call program",
+          "one lowering of the first-call program"):
+    _one_trace_and_lowering(results)
+
+
+def _small_first_calls(results, counts, k):
   samples = []
   for _ in range(max(2, REPEATS // 2)):
     traces = []
@@ -212,6 +373,9 @@ def first_calls(results, counts, k=8):
     counts[f"first call on {k} devices: lowerings"] = lowerings()
     counts[f"first call on {k} devices: compiles"] = compiles()
   results[f"first call on {k} new devices (trace+lower+compile)"] = samples
+
+
+def _one_trace_and_lowering(results):
   # What one trace and one lowering cost, for a device-polymorphic reuse.
   a = jax.device_put(jnp.arange(64.0), D[5])
   tr, lo = [], []
@@ -225,6 +389,61 @@ def first_calls(results, counts, k=8):
     lo.append(time.perf_counter() - t)
   results["one trace of the first-call program"] = tr
   results["one lowering of the first-call program"] = lo
+
+
+BIG_FIRST_CALL = "first call on 8 devices (200-layer MLP grad)"
+
+
+def _big_first_call_args():
+  """The MLP's arguments committed to each of cpu:0 ... cpu:7.
+
+  Also fills the caches of the nested jnp jits with one trace on cpu:3,
+  as trace_and_lower's warm-up does (skipped if that already ran), so the
+  row measures the same whether or not the rows before it ran.
+  """
+  # The values of programs()' MLP, put in one device_put per device.
+  host = ([(np.full((16, 16), 0.01, np.float32), np.zeros(16, np.float32))
+           for _ in range(200)], np.ones((4, 16), np.float32))
+  args = [jax.device_put(host, dev) for dev in D[:8]]
+  jax.block_until_ready(args)
+  if "200-layer MLP grad" not in _WARMED:
+    jax.jit(jax.grad(_mlp(200))).trace(*args[3]).lower()
+    _WARMED.add("200-layer MLP grad")
+  return args
+
+
+def _big_first_call_function(traces=None):
+  mlp = _mlp(200)
+  def loss(params, x):
+    if traces is not None:
+      traces.append(1)
+    return mlp(params, x)
+  return jax.jit(jax.grad(loss))
+
+
+def big_first_call(results, counts):
+  """A new jit(grad) of the 200-layer MLP, called once on each of 8 devices.
+
+  One sample per round (8 compiles of a large program, seconds each).
+  """
+  if not want(BIG_FIRST_CALL):
+    return
+  args = _big_first_call_args()
+  samples = []
+  for _ in range(max(1, REPEATS // 5)):
+    traces = []
+    f = _big_first_call_function(traces)
+    gc.collect()
+    with (jtu.count_jit_and_pmap_lowerings() as lowerings,
+          jtu.count_jit_compilation_cache_miss() as compiles):
+      t = time.perf_counter()
+      for a in args:
+        jax.block_until_ready(f(*a))
+      samples.append(time.perf_counter() - t)
+    counts[f"{BIG_FIRST_CALL}: traces"] = len(traces)
+    counts[f"{BIG_FIRST_CALL}: lowerings"] = lowerings()
+    counts[f"{BIG_FIRST_CALL}: compiles"] = compiles()
+  results[BIG_FIRST_CALL] = samples
 
 
 def _segments(n_ops, n_transfers):
@@ -267,6 +486,8 @@ def cross_device(results, counts):
   x = jax.device_put(jnp.linspace(0.0, 1.0, 64), D[1])
   for name, impls in cross_device_cases().items():
     for kind, fn in impls.items():
+      if not want(f"cross-device: {name} ({kind})"):
+        continue
       for _ in range(20):
         jax.block_until_ready(fn(x))
       with jtu.count_jit_compilation_cache_miss() as compiles:
@@ -277,6 +498,9 @@ def cross_device(results, counts):
 
 
 def memory(results):
+  if not want("peak RSS after the large traces (MiB)",
+              "RSS growth during the large traces (MiB)"):
+    return
   progs = programs()
   gc.collect()
   before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -308,38 +532,76 @@ def instructions(labels):
 
   for tag, put in _tags():
     for name, (f, args) in dispatch_cases(put).items():
+      if not want(f"dispatch: {name} ({tag})"):
+        continue
       for _ in range(50):
         jax.block_until_ready(f(*args))
       block(f"dispatch: {name} ({tag})", lambda: f(*args), 500)
       jax.block_until_ready(f(*args))
     for name, fn in eager_cases(put).items():
+      if not want(f"eager: {name} ({tag})"):
+        continue
       for _ in range(50):
         fn()
       block(f"eager: {name} ({tag})", fn, 500)
   for name, fn in creation_cases().items():
+    if not want(f"eager: {name}"):
+      continue
     for _ in range(60):
       jax.block_until_ready(fn())
     block(f"eager: {name}", fn, 100)
+    jax.block_until_ready(fn())
+  if want(*array_api_rows()):
+    for name, (f, jit_name, jf, a, n) in array_api_cases().items():
+      if want(f"eager: array API: {name}"):
+        for _ in range(max(5, n // 10)):
+          jax.block_until_ready(f(a))
+        block(f"eager: array API: {name}", lambda: f(a), max(5, n // 4))
+        jax.block_until_ready(f(a))
+      if want(f"dispatch: array API: {jit_name}"):
+        for _ in range(50):
+          jax.block_until_ready(jf(a))
+        block(f"dispatch: array API: {jit_name}", lambda: jf(a), 200)
+        jax.block_until_ready(jf(a))
   for name, (make, args) in programs().items():
+    if not want(f"trace+lower: {name}"):
+      continue
     jax.jit(make()).trace(*args).lower()
+    _WARMED.add(name)
     f = jax.jit(make())
     gc.collect()
     block(f"trace+lower: {name}", lambda: f.trace(*args).lower())
-  f = _first_call_function()
-  args = _first_call_args(8)
-  block("first call on 8 new devices (trace+lower+compile)",
-        lambda: [jax.block_until_ready(f(a)) for a in args])
+  if want("first call on 8 new devices (trace+lower+compile)"):
+    f = _first_call_function()
+    args = _first_call_args(8)
+    block("first call on 8 new devices (trace+lower+compile)",
+          lambda: [jax.block_until_ready(f(a)) for a in args])
   x = jax.device_put(jnp.linspace(0.0, 1.0, 64), D[1])
   for name, impls in cross_device_cases().items():
     for kind, fn in impls.items():
+      if not want(f"cross-device: {name} ({kind})"):
+        continue
       for _ in range(20):
         jax.block_until_ready(fn(x))
       block(f"cross-device: {name} ({kind})",
             lambda: jax.block_until_ready(fn(x)), 50)
+  # Last: eight compiles of a large program (minutes under callgrind).
+  if want(BIG_FIRST_CALL):
+    args = _big_first_call_args()
+    f = _big_first_call_function()
+    gc.collect()
+    block(BIG_FIRST_CALL, lambda: [jax.block_until_ready(f(*a)) for a in args])
 
 
 def main():
-  which = sys.argv[1] if len(sys.argv) > 1 else "all"
+  ap = argparse.ArgumentParser()
+  ap.add_argument("which", nargs="?", default="all",
+                  choices=("all", "memory", "instructions"))
+  ap.add_argument("--only", action="append", default=[])
+  ap.add_argument("--skip", action="append", default=[])
+  args = ap.parse_args()
+  which = args.which
+  ONLY[:], SKIP[:] = args.only, args.skip
   results, counts = {}, {}
   if which == "instructions":
     labels = []
@@ -350,10 +612,13 @@ def main():
     memory(results)
   else:
     dispatch(results, counts)
-    eager(results)
+    eager(results, counts)
+    if want(*array_api_rows()):
+      array_api(results, counts)
     trace_and_lower(results, counts)
     first_calls(results, counts)
     cross_device(results, counts)
+    big_first_call(results, counts)
   print(json.dumps({"version": jax.__version__, "results": results,
                     "counts": counts}))
 
