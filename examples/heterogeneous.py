@@ -1,21 +1,27 @@
 """jax-ml/jax#26000 as reported: the default device a GPU, arrays on the CPU.
 
-  python examples/heterogeneous.py [--simulate]
+  .venv/bin/python examples/heterogeneous.py [--simulate]
 
 With `x = jax.device_put(jnp.arange(4.), jax.devices('cpu')[0])` on a machine
 whose default device is a GPU, checks under jit, and eagerly for comparison,
 that `x.device` is the CPU, that `jnp.zeros(3, device=x.device)` lands on the
 CPU, that an unused CPU argument places the computation on the CPU, and that
-`jax.device_put(x, gpu)` puts its result on the GPU. Prints one table (case,
-result device, committed, expected, OK/FAIL) and exits 1 on any FAIL. Without
-a GPU it says so and exits 0; with --simulate it runs the same checks on 8
-virtual CPU devices, cpu:0 (the default device) standing for the GPU and
-cpu:3 for the CPU. Leave JAX_PLATFORMS unset (or include the GPU and cpu).
+`jax.device_put(x, gpu)` puts its result on the GPU. Prints a legend, one
+table (case, result device, committed, expected, OK/FAIL) and every error in
+full, wrapped to 100 columns, and exits 1 on any FAIL. Without a GPU it says
+so and exits 0; with --simulate it runs the same checks on 8 virtual CPU
+devices, cpu:0 (the default device) standing for the GPU and cpu:3 for the
+CPU. Leave JAX_PLATFORMS unset (or include the GPU and cpu).
 """
 
 import argparse
 import os
 import sys
+
+from _compare import wrap
+
+LEGEND = """How to read this. Each case runs under jax.jit ("jit:") or eagerly ("eager:"). Eager mode is JAX without jax.jit: each operation runs at once, on the device of its committed inputs (uncommitted inputs move there), or on the default device when none is committed; under jax.jit a result should land where eager mode puts it.
+"result device" is where the result landed, or the device the case read. "committed" says whether the result array is committed to that device ("-" when the result is a device, not an array): placed there on purpose (by jax.device_put, by a device= argument, or as the result of a computation on committed inputs), so that it stays there and computations on it run there. An uncommitted array is on the default device and follows whatever computation it is used in. "expected" is where device tracing promises the result; a case is OK when the result is there, committed as expected. An error is a FAIL, and is printed in full after the table."""
 
 
 def _name(device):
@@ -65,7 +71,7 @@ def cases(accel, cpu):
 def check(accel, cpu):
   """Runs the cases and prints the table; returns the number of FAILs."""
   import jax
-  rows = []
+  rows, errors = [], []
   for case, thunk, device, committed in cases(accel, cpu):
     expected = _name(device) + ("" if committed is None else
                                 " committed" if committed else " uncommitted")
@@ -80,12 +86,16 @@ def check(accel, cpu):
       got_c = "-" if got_committed is None else str(got_committed)
     except Exception as e:  # noqa: BLE001 -- the error is the result
       ok, got_c = False, "-"
-      got = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:40]}"
+      errors.append((case, f"{type(e).__name__}: {str(e).strip()}"))
+      got = f"{type(e).__name__} [{len(errors)}]"
     rows.append((case, got, got_c, expected, "OK" if ok else "FAIL"))
   head = ("case", "result device", "committed", "expected", "")
   widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
   for r in [head] + rows:
-    print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print(wrap("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()))
+  for i, (case, message) in enumerate(errors, 1):
+    print()
+    print(wrap(f"[{i}] {case}: {message}", indent=4, first=""))
   return sum(r[-1] == "FAIL" for r in rows)
 
 
@@ -99,11 +109,13 @@ def main():
                                " --xla_force_host_platform_device_count=8")
     os.environ["JAX_PLATFORMS"] = "cpu"
   import jax
+  print(wrap(LEGEND))
+  print()
   print(f"jax {jax.__version__}")
   if args.simulate:
     accel, cpu = jax.devices()[0], jax.devices()[3]
-    print(f"simulated: {_name(accel)} (the default device) stands for the "
-          f"GPU, {_name(cpu)} for the CPU")
+    print(wrap(f"simulated: {_name(accel)} (the default device) stands for "
+               f"the GPU, {_name(cpu)} for the CPU"))
   else:
     try:
       gpus = jax.devices("gpu")
@@ -113,19 +125,20 @@ def main():
       why = "jax.devices('gpu') is empty"
     if not gpus:
       platforms = os.environ.get("JAX_PLATFORMS")
-      print(f"no GPU: skipped ({why}; JAX_PLATFORMS "
-            f"{'unset' if platforms is None else repr(platforms)}). "
-            "--simulate runs the checks on virtual CPU devices.")
+      print(wrap(f"no GPU: skipped ({why}; JAX_PLATFORMS "
+                 f"{'unset' if platforms is None else repr(platforms)}). "
+                 "--simulate runs the checks on virtual CPU devices."))
       return 0
     accel = gpus[0]
     if jax.devices()[0] != accel:
-      print(f"FAIL: the default device is {jax.devices()[0]}, not the GPU")
+      print(wrap(f"FAIL: the default device is {jax.devices()[0]}, not the "
+                 "GPU"))
       return 1
     try:
       cpu = jax.devices("cpu")[0]
     except RuntimeError as e:
-      print(f"FAIL: no CPU device ({str(e).strip().splitlines()[0]}); leave "
-            "JAX_PLATFORMS unset or include cpu")
+      print(wrap(f"FAIL: no CPU device ({str(e).strip()}); leave "
+                 "JAX_PLATFORMS unset or include cpu"))
       return 1
     print(f"default device {_name(accel)}, CPU {_name(cpu)}")
   failed = check(accel, cpu)

@@ -2,10 +2,11 @@
 
   .venv/bin/python examples/reproducer.py [--upstream .venv-upstream/bin/python]
 
-Runs each case of DESIGN.md section 1 on 8 virtual CPU devices with this
+Runs each case of the issue and of the misplacements around it (the table in
+docs/upstream-proposal.md, "Motivation") on 8 virtual CPU devices with this
 interpreter's jax and with upstream's (.venv-upstream, when it exists), and
-prints one table: where each result landed (device, and whether it is
-committed), or the error raised.
+prints, after a legend, where each result landed (device, and whether it is
+committed), or the error raised, in full.
 """
 
 from _compare import main

@@ -153,6 +153,15 @@ class BuildTest(absltest.TestCase):
       meta = z.read(f"jax-{version}.dist-info/METADATA").decode()
       self.assertIn(f"\nVersion: {version}\n", meta)
       self.assertIn(f"\nRequires-Dist: jaxlib=={PINS.jaxlib_version}\n", meta)
+      # No extra asks for another jaxlib than the pinned one (upstream's [ci]
+      # and [minimum-jaxlib] ask for an older one).
+      jaxlib_reqs = [line for line in meta.splitlines()
+                     if line.startswith("Requires-Dist: jaxlib")]
+      self.assertIn('Requires-Dist: jaxlib==%s; extra == "ci"'
+                    % PINS.jaxlib_version, jaxlib_reqs)
+      for line in jaxlib_reqs:
+        self.assertEqual(line.partition(";")[0].strip(),
+                         f"Requires-Dist: jaxlib=={PINS.jaxlib_version}", line)
       self.assertIn(f"_release_version: str = {version!r}",
                     z.read("jax/version.py").decode())
       for rel in forklib.module_files(REPO):

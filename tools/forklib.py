@@ -254,9 +254,13 @@ def _rewrite_metadata(text: str, version: str, pins: Pins) -> str:
   for line in text.splitlines(keepends=True):
     if line.startswith("Version: "):
       line = f"Version: {version}\n"
-    elif line.startswith("Requires-Dist: jaxlib") and "extra ==" not in line:
-      # The fork is tested against exactly one jaxlib.
-      line = f"Requires-Dist: jaxlib=={pins.jaxlib_version}\n"
+    elif line.startswith("Requires-Dist: jaxlib"):
+      # The fork is tested against exactly one jaxlib: every requirement of
+      # jaxlib pins it, an extra's too (upstream's [ci] and [minimum-jaxlib]
+      # ask for an older jaxlib, which would contradict the pin).
+      marker = line.partition(";")[2].strip()
+      line = (f"Requires-Dist: jaxlib=={pins.jaxlib_version}"
+              f"{'; ' + marker if marker else ''}\n")
     out.append(line)
   return "".join(out)
 
