@@ -7,9 +7,8 @@
 
 import os
 
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""),
-     "--xla_force_host_platform_device_count=8"])
+# As conftest.py does, for a run of this file alone (SciPy reads it when it
+# is first imported).
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 from absl.testing import absltest
@@ -21,6 +20,8 @@ import jax.numpy as jnp
 from jax._src import config
 from jax._src import test_util as jtu
 
+import device_test_util as dtu
+
 try:
   import array_api_compat
   import array_api_extra as xpx
@@ -28,6 +29,7 @@ except ImportError:  # pragma: no cover - the pinned requirements install them
   array_api_compat = xpx = None
 
 config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
 
 
 def _on3(a):
@@ -84,12 +86,10 @@ def _scipy_cases():
 
 @absltest.skipIf(array_api_compat is None, "array-api-compat and "
                  "array-api-extra are not installed (see tools/requirements.txt)")
-class ArrayApiTest(jtu.JaxTestCase):
+class ArrayApiTest(dtu.DeviceTestCase):
 
   def setUp(self):
     super().setUp()
-    if jax.device_count() < 8:
-      self.skipTest("needs 8 devices")
     self.d3 = jax.devices()[3]
     self.x = _on3(np.arange(1.0, 7.0, dtype=np.float32))
 
@@ -116,6 +116,7 @@ class ArrayApiTest(jtu.JaxTestCase):
     self.assertEqual(out.devices(), {d2})
     self.assertTrue(out.committed)
 
+  @jtu.thread_unsafe_test()  # sets a transfer guard
   def test_fast_exit_pattern(self):
     # `return xp.zeros(1, dtype=x.dtype, device=x.device)` on one branch.
     def f(x, early):
@@ -127,10 +128,12 @@ class ArrayApiTest(jtu.JaxTestCase):
       self.assertSameAsEager(lambda v: f(v, early))
 
   @parameterized.parameters(sorted(_extra_cases()))
+  @jtu.thread_unsafe_test()  # sets a transfer guard
   def test_array_api_extra(self, name):
     self.assertSameAsEager(_extra_cases()[name])
 
   @parameterized.parameters(sorted(_scipy_cases()))
+  @jtu.thread_unsafe_test()  # sets a transfer guard
   def test_scipy_through_the_array_api(self, name):
     import scipy
     if os.environ.get("SCIPY_ARRAY_API") != "1":

@@ -19,10 +19,6 @@ import tempfile
 import unittest
 import warnings
 
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""),
-     "--xla_force_host_platform_device_count=8"])
-
 from absl.testing import absltest
 from absl.testing import parameterized
 
@@ -30,14 +26,15 @@ import jax
 from jax._src import config
 from jax._src import test_util as jtu
 
+config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conformance import compare  # pylint: disable=g-import-not-at-top
 from conformance import runner  # pylint: disable=g-import-not-at-top
 from conformance import spec  # pylint: disable=g-import-not-at-top
 from conformance import table  # pylint: disable=g-import-not-at-top
-
-config.parse_flags_with_absl()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UPSTREAM_PYTHON = os.path.join(ROOT, ".venv-upstream", "bin", "python")
@@ -136,6 +133,7 @@ class ConformanceTest(jtu.JaxTestCase):
 
   @parameterized.named_parameters(
       (q.replace(".", "_"), q, args, kwargs) for q, args, kwargs in FAST)
+  @jtu.thread_unsafe_test()  # changes config (default_device)
   def test_function(self, qualname, args, kwargs):
     # Values (bitwise), errors, devices and committed flags: every difference
     # that compare.EXPECTED does not explain, collected over the modes.

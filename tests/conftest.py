@@ -1,10 +1,12 @@
-"""Test configuration: 8 virtual CPU devices, before anything imports jax."""
+"""Test configuration, before anything imports jax.
+
+The tests run on the CPU. Each test file asks for its 8 virtual CPU devices
+itself, with `jtu.request_cpu_devices(8)` before it touches a device (as
+upstream JAX's tests do), so that it also runs alone, without this file.
+"""
 
 import os
 
-_FLAG = "--xla_force_host_platform_device_count=8"
-if _FLAG not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # SciPy reads this when it is first imported: its array-API support (used by
 # tests/array_api_test.py) is opt-in.

@@ -5,14 +5,9 @@
 # tests/ folder (as tests/cross_device_test.py).
 
 import contextlib
-import os
+import functools
 import re
 import sys
-import tempfile
-
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""),
-     "--xla_force_host_platform_device_count=8"])
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -27,34 +22,27 @@ from jax._src import device_stages
 from jax._src import device_tracing
 from jax._src import test_util as jtu
 
+import device_test_util as dtu
+
 config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
 
+_dev = dtu.dev
 
-def _dev(i):
-  return jax.devices()[i]
+# The transfer guard logs from C++ to file descriptor 2. jtu.capture_stderr()
+# captures the descriptor of sys.stderr, which pytest's output capture
+# replaces with a file of its own; this captures descriptor 2 itself.
+_capture_fd2 = functools.partial(jtu.capture_stderr.func, sys.__stderr__)
 
 
 @contextlib.contextmanager
 def device_to_device_transfers():
-  """Counts the device-to-device transfers that jax.transfer_guard logs.
-
-  The guard logs from C++ to file descriptor 2; this reads what it wrote.
-  """
+  """Counts the device-to-device transfers that jax.transfer_guard logs."""
   count = []
-  with tempfile.TemporaryFile(mode="w+b") as f:
-    sys.stderr.flush()
-    saved = os.dup(2)
-    os.dup2(f.fileno(), 2)
-    try:
-      with jax.transfer_guard("log_explicit"):
-        yield lambda: count[0]
-    finally:
-      sys.stderr.flush()
-      os.dup2(saved, 2)
-      os.close(saved)
-      f.seek(0)
-      log = f.read().decode(errors="replace")
-      count.append(len(re.findall("device-to-device transfer", log)))
+  with _capture_fd2() as log:
+    with jax.transfer_guard("log_explicit"):
+      yield lambda: count[0]
+  count.append(len(re.findall("device-to-device transfer", log())))
 
 
 _inner = jax.jit(lambda v: jax.device_put(v, _dev(4)) * 3)
@@ -75,74 +63,91 @@ _moved_thrice.defvjp(lambda v: (_moved_thrice(v), v),
                      lambda v, g: (jax.device_put(3 * g, v.device),))
 
 
-def _programs():
-  """name -> (function, argument makers, d2d transfers it makes)."""
-  d1, d2, d3 = _dev(1), _dev(2), _dev(3)
-  on = lambda d: (lambda a: jax.device_put(a, d))
+def _programs(constant=None):
+  """name -> (function, argument makers, d2d transfers it makes).
+
+  Devices are looked up when a function or an argument maker runs, never
+  here: the names are listed at class-definition time. `constant` is the
+  array committed to cpu:4 that "committed_constant" closes over.
+  """
+  on = lambda i: (lambda a: jax.device_put(a, _dev(i)))
   unc = jnp.asarray
-  c4 = jax.device_put(jnp.full(3, 10.0), _dev(4))
   return {
       # A value moved to another device, and computed on there.
       "put_then_compute": (
-          lambda a: jax.device_put(a, d2) * 2 + 1, (on(d1),), 1),
+          lambda a: jax.device_put(a, _dev(2)) * 2 + 1, (on(1),), 1),
       # Two arguments on two devices, combined after an explicit move.
       "combined_after_put": (
-          lambda a, b: (jax.device_put(a, d2) + b, a * 3), (on(d1), on(d2)),
-          1),
+          lambda a, b: (jax.device_put(a, _dev(2)) + b, a * 3),
+          (on(1), on(2)), 1),
       # A step on another device in the middle of a computation.
       "helper_step_on_another_device": (
           lambda x: jax.device_put(jnp.cumsum(jax.device_put(
-              jnp.sin(x), d3)), d1) * x, (on(d1),), 2),
+              jnp.sin(x), _dev(3))), _dev(1)) * x, (on(1),), 2),
       # Arguments on different devices that never meet.
       "unused_arguments_on_different_devices": (
-          lambda a, b: a * 2, (on(d1), on(d2)), 0),
+          lambda a, b: a * 2, (on(1), on(2)), 0),
       "arguments_that_never_meet": (
-          lambda a, b: (a * 2, jnp.sum(b)), (on(d1), on(d2)), 0),
+          lambda a, b: (a * 2, jnp.sum(b)), (on(1), on(2)), 0),
       # Constants and created values follow their consumer.
       "constants_follow_their_consumer": (
-          lambda a: (jax.device_put(a, d2) + jnp.arange(3.0),
-                     a + jnp.ones(3), jnp.zeros(3, device=d3)),
-          (on(d1),), 1),
+          lambda a: (jax.device_put(a, _dev(2)) + jnp.arange(3.0),
+                     a + jnp.ones(3), jnp.zeros(3, device=_dev(3))),
+          (on(1),), 1),
       # A committed closed-over constant on a third device.
-      "committed_constant": (lambda a: (a * 2, c4 + 1), (on(d1),), 0),
+      "committed_constant": (lambda a: (a * 2, constant + 1), (on(1),), 0),
       # An uncommitted argument used on two devices.
       "uncommitted_used_on_two_devices": (
           lambda a, b, u: (a + jnp.sin(u), b * jnp.sin(u)),
-          (on(d1), on(d2), unc), 0),
+          (on(1), on(2), unc), 0),
       # There and back again.
       "round_trip": (
-          lambda a: jax.device_put(jax.device_put(a, d2) * 2, d1) + a,
-          (on(d1),), 2),
-      "to_device": (lambda a: (a.to_device(d2) * 2, a), (on(d1),), 1),
+          lambda a: jax.device_put(jax.device_put(a, _dev(2)) * 2,
+                                   _dev(1)) + a,
+          (on(1),), 2),
+      "to_device": (lambda a: (a.to_device(_dev(2)) * 2, a), (on(1),), 1),
       # A nested jit that moves its argument.
-      "nested_jit": (lambda a: _inner(a) + 1, (on(d1),), 1),
+      "nested_jit": (lambda a: _inner(a) + 1, (on(1),), 1),
       # Control flow that stays on one device, after a move.
       "scan_on_the_other_device": (
-          lambda a: lax.scan(lambda c, t: (c * t, c), jax.device_put(a, d2),
-                             jnp.arange(1.0, 3.0))[0], (on(d1),), 1),
+          lambda a: lax.scan(lambda c, t: (c * t, c),
+                             jax.device_put(a, _dev(2)),
+                             jnp.arange(1.0, 3.0))[0], (on(1),), 1),
       # Eagerly plain calls of their function: a transfer inside one runs
       # as it does outside.
       "checkpoint_with_a_transfer": (
-          lambda a: jax.checkpoint(lambda v: jax.device_put(v, d2) * 2)(a),
-          (on(d1),), 1),
+          lambda a: jax.checkpoint(
+              lambda v: jax.device_put(v, _dev(2)) * 2)(a),
+          (on(1),), 1),
       "custom_jvp_with_a_transfer": (lambda a: _moved_twice(a) + 1,
-                                     (on(d1),), 1),
+                                     (on(1),), 1),
       "custom_vjp_with_a_transfer": (lambda a: _moved_thrice(a) + 1,
-                                     (on(d1),), 1),
+                                     (on(1),), 1),
       # Where an uncommitted value lands does not depend on the order in
       # which the transfers were traced: with no committed argument and
       # values on two devices, it lands where eager mode puts it.
       "two_puts_and_a_created_value": (
-          lambda u: (jax.device_put(u, d1) * 2, jax.device_put(u, d2) * 3,
-                     jnp.zeros(2) + 1), (unc,), 0),
+          lambda u: (jax.device_put(u, _dev(1)) * 2,
+                     jax.device_put(u, _dev(2)) * 3, jnp.zeros(2) + 1),
+          (unc,), 0),
       "two_puts_swapped_and_a_created_value": (
-          lambda u: (jax.device_put(u, d2) * 3, jax.device_put(u, d1) * 2,
-                     jnp.zeros(2) + 1), (unc,), 0),
+          lambda u: (jax.device_put(u, _dev(2)) * 3,
+                     jax.device_put(u, _dev(1)) * 2, jnp.zeros(2) + 1),
+          (unc,), 0),
       # Random numbers from a key moved to another device.
       "random_key_moved": (
-          lambda k: jax.random.normal(jax.device_put(k, d2), (3,)),
-          (lambda _: jax.device_put(jax.random.key(0), d1),), 1),
+          lambda k: jax.random.normal(jax.device_put(k, _dev(2)), (3,)),
+          (lambda _: jax.device_put(jax.random.key(0), _dev(1)),), 1),
   }
+
+
+def _program(name):
+  """The program `name` and its arguments."""
+  f, makers, transfers = _programs(
+      constant=jax.device_put(jnp.full(3, 10.0), _dev(4)))[name]
+  args = [m(np.arange(3.0, dtype=np.float32) + i)
+          for i, m in enumerate(makers)]
+  return f, makers, args, transfers
 
 
 # Known limit (docs/design.md): an uncommitted argument moved to two devices
@@ -154,12 +159,7 @@ _NOT_DIFFERENTIATED_UNDER_JIT = {
                  "two_puts_swapped_and_a_created_value")}
 
 
-class CrossDeviceTestCase(jtu.JaxTestCase):
-
-  def setUp(self):
-    super().setUp()
-    if jax.device_count() < 8:
-      self.skipTest("needs 8 devices")
+class CrossDeviceTestCase(dtu.DeviceTestCase):
 
   def assertSameAsEager(self, outs, eager):
     outs, eager = jax.tree.leaves(outs), jax.tree.leaves(eager)
@@ -174,10 +174,9 @@ class CrossDeviceTestCase(jtu.JaxTestCase):
 class ProgramsTest(CrossDeviceTestCase):
 
   @parameterized.parameters(sorted(_programs()))
+  @jtu.thread_unsafe_test()  # sets a transfer guard, captures stderr
   def test_runs_as_in_eager_mode(self, name):
-    f, makers, transfers = _programs()[name]
-    args = [m(np.arange(3.0, dtype=np.float32) + i)
-            for i, m in enumerate(makers)]
+    f, _, args, transfers = _program(name)
     eager = f(*args)
     jitted = jax.jit(f)
     self.assertSameAsEager(jitted(*args), eager)
@@ -200,12 +199,11 @@ class ProgramsTest(CrossDeviceTestCase):
 
   # All but the one whose argument is a PRNG key: nothing to differentiate.
   @parameterized.parameters(sorted(set(_programs()) - {"random_key_moved"}))
+  @jtu.thread_unsafe_test()  # changes config
   def test_under_grad_and_vmap(self, name):
     if name in _NOT_DIFFERENTIATED_UNDER_JIT:
       self.skipTest(_NOT_DIFFERENTIATED_UNDER_JIT[name])
-    f, makers, _ = _programs()[name]
-    args = [m(np.arange(3.0, dtype=np.float32) + i)
-            for i, m in enumerate(makers)]
+    f, makers, args, _ = _program(name)
     # The loss gathers the results' sums on cpu:1, where the first argument
     # is: they may not meet on different devices.
     loss = lambda *a: sum(jax.device_put(jnp.sum(o), _dev(1))
@@ -213,10 +211,15 @@ class ProgramsTest(CrossDeviceTestCase):
     grad = jax.grad(loss)
     eager = grad(*args)
     self.assertSameAsEager(jax.jit(grad)(*args), eager)
-    self.assertSameAsEager(grad(*args), eager)
-    self.assertEqual(eager.devices(), args[0].devices())
     # The transpose of a transfer is a transfer back: the cotangent is on
     # its primal's device.
+    self.assertEqual(eager.devices(), args[0].devices())
+    # Eager mode's values against an independent oracle: JAX without device
+    # tracing, upstream's code paths (where the cotangent may land on another
+    # device, so only values are compared).
+    with config.device_tracing(False):
+      upstream = grad(*args)
+    self.assertArraysAllClose(eager, upstream, check_dtypes=True)
     batched = [jnp.stack([a, a + 1]) if m is not jnp.asarray else a
                for a, m in zip(args, makers)]
     in_axes = [0 if m is not jnp.asarray else None for m in makers]
@@ -287,23 +290,17 @@ class ProgramsTest(CrossDeviceTestCase):
 
 class ErrorTest(CrossDeviceTestCase):
 
-  def _raises(self, f, *args, patterns):
-    with self.assertRaises(device_tracing.DeviceConflictError) as cm:
-      f(*args)
-    msg = str(cm.exception)
-    for p in patterns:
-      self.assertRegex(msg, p)
-
   def test_values_on_two_devices_meeting(self):
     a = jax.device_put(jnp.ones(3), _dev(1))
     def f(a):
       return jax.device_put(a, _dev(2)) + a
     line = f.__code__.co_firstlineno + 1
-    self._raises(jax.jit(f), a, patterns=[
+    with self.assertDeviceConflict(
         r"jax\.device_put\(\.\.\., device=cpu:2\) with device ids \[2\]",
         r"argument a of f",
         rf"They meet in `add` at .*cross_device_test\.py:{line}",
-        "cannot meet in one operation"])
+        "cannot meet in one operation"):
+      jax.jit(f)(a)
 
   @parameterized.named_parameters(
       ("scan", lambda x, d: lax.scan(
@@ -333,9 +330,9 @@ class ErrorTest(CrossDeviceTestCase):
     # value's is an error, as it is eagerly.
     a = jax.device_put(jnp.ones(3), _dev(1))
     f = lambda a: lax.with_sharding_constraint(a, SingleDeviceSharding(_dev(2)))
-    self._raises(jax.jit(f), a, patterns=[
-        r"device ids \[1\]", r"device ids \[2\]",
-        "They meet in `sharding_constraint`"])
+    with self.assertDeviceConflict(r"device ids \[1\]", r"device ids \[2\]",
+                                   "They meet in `sharding_constraint`"):
+      jax.jit(f)(a)
 
   @parameterized.named_parameters(("array", jnp.array), ("asarray", jnp.asarray))
   def test_device_argument_of_array_moves_a_committed_value(self, make):
@@ -366,6 +363,7 @@ class ErrorTest(CrossDeviceTestCase):
                                 "single-device in_shardings and out_shardings"):
       f(jax.device_put(jnp.ones(2), _dev(3)))
 
+  @jtu.thread_unsafe_test()  # changes config
   def test_switch_off_is_the_single_device_error(self):
     a = jax.device_put(jnp.ones(3), _dev(1))
     f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2)

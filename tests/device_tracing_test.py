@@ -6,17 +6,13 @@
 import copy
 import os
 import pickle
-import re
-
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""),
-     "--xla_force_host_platform_device_count=8"])
 
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
 import jax
+import jax.experimental  # for io_callback
 from jax import lax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
@@ -25,30 +21,15 @@ from jax._src import core
 from jax._src import device_tracing
 from jax._src import test_util as jtu
 
+import device_test_util as dtu
+
 config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
+
+_dev = dtu.dev
 
 
-def _dev(i):
-  return jax.devices()[i]
-
-
-class DeviceTracingTestCase(jtu.JaxTestCase):
-  """Inputs on cpu:3, a non-default device, committed and uncommitted."""
-
-  def setUp(self):
-    super().setUp()
-    if jax.device_count() < 8:
-      self.skipTest("needs 8 devices")
-    self.d0, self.d2, self.d3 = _dev(0), _dev(2), _dev(3)
-    self.x3 = jax.device_put(jnp.arange(3.0), self.d3)   # committed
-    self.u = jnp.arange(3.0)                            # uncommitted
-
-  def assertOn(self, x, device, committed):
-    self.assertEqual(x.devices(), {device})
-    self.assertEqual(x.committed, committed)
-
-
-class ReproducerTest(DeviceTracingTestCase):
+class ReproducerTest(dtu.InputsTestCase):
   """jax-ml/jax#26000 itself."""
 
   def test_device_attribute_under_jit(self):
@@ -77,7 +58,7 @@ class ReproducerTest(DeviceTracingTestCase):
     self.assertOn(out, self.d2, True)
 
 
-class AvalTest(DeviceTracingTestCase):
+class AvalTest(dtu.InputsTestCase):
 
   def test_typeof_committed_array(self):
     self.assertEqual(jax.typeof(self.x3).device, self.d3)
@@ -133,6 +114,7 @@ class AvalTest(DeviceTracingTestCase):
     b = pickle.loads(pickle.dumps(core.ShapedArray((3,), np.float32)))
     self.assertIsNone(b.device)
 
+  @jtu.thread_unsafe_test()  # changes config
   def test_printing_unchanged_unless_opted_in(self):
     a = core.ShapedArray((3,), np.float32, device=self.d3)
     self.assertEqual(str(a), "float32[3]")
@@ -226,10 +208,7 @@ def _transformations(seen):
   }
 
 
-import jax.experimental  # noqa: E402  (for io_callback)
-
-
-class TransformationsTest(DeviceTracingTestCase):
+class TransformationsTest(dtu.InputsTestCase):
 
   @parameterized.product(
       transformation=sorted(_transformations({})),
@@ -295,6 +274,7 @@ class TransformationsTest(DeviceTracingTestCase):
       return jnp.sort(r + x)
     self.assertOn(jax.jit(f)(self.x3), self.d3, True)
 
+  @jtu.thread_unsafe_test()  # changes config
   def test_default_device_context(self):
     with jax.default_device(_dev(6)):
       seen = []
@@ -307,7 +287,7 @@ class TransformationsTest(DeviceTracingTestCase):
                               or v)(self.u).devices(), {self.d0})
 
 
-class ShardMapTest(DeviceTracingTestCase):
+class ShardMapTest(dtu.InputsTestCase):
 
   def test_per_device_body_has_no_committed_device(self):
     mesh = jax.make_mesh((8,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
@@ -333,7 +313,7 @@ class ShardMapTest(DeviceTracingTestCase):
     self.assertEqual(out.sharding, x.sharding)
 
 
-class ConflictErrorTest(DeviceTracingTestCase):
+class ConflictErrorTest(dtu.InputsTestCase):
 
   def test_arguments_on_two_devices_meeting(self):
     a = jax.device_put(1.0, _dev(1))
@@ -351,20 +331,6 @@ class ConflictErrorTest(DeviceTracingTestCase):
     self.assertRegex(msg, r"called at .*device_tracing_test\.py:\d+")
     self.assertIsInstance(cm.exception, ValueError)
 
-  @config.device_tracing_cross_device(False)
-  def test_device_put_to_another_device(self):
-    a = jax.device_put(1.0, _dev(1))
-    def f(a):
-      return jax.device_put(a, _dev(2)) + 1   # the user's line
-    line = f.__code__.co_firstlineno + 1
-    with self.assertRaises(device_tracing.DeviceConflictError) as cm:
-      jax.jit(f)(a)
-    msg = str(cm.exception)
-    self.assertIn("argument a of f", msg)
-    self.assertIn("jax.device_put(..., device=cpu:2)", msg)
-    self.assertRegex(msg, rf"device_tracing_test\.py:{line}")
-    self.assertIn("cpu:1 and cpu:2", msg)
-
   def test_eager_mismatch_error_is_upstream_s(self):
     a = jax.device_put(jnp.ones(3), _dev(1))
     b = jax.device_put(jnp.ones(3), _dev(2))
@@ -377,7 +343,7 @@ class ConflictErrorTest(DeviceTracingTestCase):
       a + b
 
 
-class CacheTest(DeviceTracingTestCase):
+class CacheTest(dtu.InputsTestCase):
 
   def test_trace_cache_keys_on_devices(self):
     seen = []
@@ -415,13 +381,17 @@ class CacheTest(DeviceTracingTestCase):
     self.assertEqual(inner_traces, [self.d3, self.d0])
 
 
-class StaleObservationTest(DeviceTracingTestCase):
+class StaleObservationTest(dtu.InputsTestCase):
 
-  def test_reading_device_before_a_device_put_decides_it(self):
+  @parameterized.named_parameters(
+      ("work_after_the_move", lambda x: jax.device_put(x, _dev(5)) * 2),
+      ("work_before_the_move", lambda x: jax.device_put(x * 2, _dev(5))),
+  )
+  def test_reading_device_before_a_device_put_decides_it(self, move):
     seen = []
     def f(x):
       seen.append(x.device)    # uncommitted: not decided yet
-      return jax.device_put(x, _dev(5)) * 2
+      return move(x)
     out = jax.jit(f)(self.u)
     self.assertOn(out, _dev(5), True)
     # Traced again, knowing the computation device: what the trace saw is
@@ -464,8 +434,9 @@ class StaleObservationTest(DeviceTracingTestCase):
     self.assertOn(y, _dev(4), True)
 
 
-class SwitchTest(DeviceTracingTestCase):
+class SwitchTest(dtu.InputsTestCase):
 
+  @jtu.thread_unsafe_test()  # changes config
   def test_off_is_upstream(self):
     with config.device_tracing(False):
       self.assertIsNone(jax.typeof(self.x3).device)
@@ -473,13 +444,14 @@ class SwitchTest(DeviceTracingTestCase):
                                   "available"):
         jax.jit(lambda x: x.device)(self.x3)
       self.assertFalse(jax.jit(lambda x: hasattr(x, "device") and 1)(self.x3))
-      # The upstream misplacements, measured in DESIGN.md section 1:
+      # The upstream misplacements (docs/upstream-proposal.md, Motivation):
       self.assertOn(jax.jit(lambda x: jnp.zeros(0))(self.x3), self.d0, False)
       self.assertOn(jax.jit(lambda x: jnp.zeros(3, device=self.d2))(self.u),
                     self.d0, False)
       jaxpr = jax.make_jaxpr(lambda x: jax.device_put(x, self.d2))(self.u)
       self.assertIsNone(jaxpr.out_avals[0].device)
 
+  @jtu.thread_unsafe_test()  # changes config
   def test_switch_is_part_of_the_jit_key(self):
     traces = []
     f = jax.jit(lambda x: traces.append(1) or jnp.zeros(0))
@@ -490,7 +462,7 @@ class SwitchTest(DeviceTracingTestCase):
     self.assertLen(traces, 2)
 
 
-class ExportTest(DeviceTracingTestCase):
+class ExportTest(dtu.InputsTestCase):
 
   def test_exported_avals_carry_no_device(self):
     from jax import export
@@ -503,6 +475,7 @@ class ExportTest(DeviceTracingTestCase):
       ("device_put_inside", lambda self: self.u,
        lambda x: jax.device_put(x, _dev(2)) * 2),
   )
+  @jtu.thread_unsafe_test()  # changes config
   def test_serialization_is_that_of_upstream(self, arg, f):
     from jax import export
     a = arg(self)
@@ -517,10 +490,10 @@ class ExportTest(DeviceTracingTestCase):
 
 
 _EXPORT_SCRIPT = """
-import os, sys
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import sys
 import jax, jax.numpy as jnp
 from jax import export
+jax.config.update("jax_num_cpu_devices", 8)
 x = jax.device_put(jnp.arange(3.0), jax.devices()[3])
 def f(x):
   return jnp.sin(x) * 2 + jnp.zeros(3)

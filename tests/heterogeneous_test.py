@@ -9,10 +9,6 @@
 
 import os
 
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""),
-     "--xla_force_host_platform_device_count=8"])
-
 from absl.testing import absltest
 import numpy as np
 
@@ -22,6 +18,7 @@ from jax._src import config
 from jax._src import test_util as jtu
 
 config.parse_flags_with_absl()
+jtu.request_cpu_devices(8)
 
 
 def _default_gpu():

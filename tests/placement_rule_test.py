@@ -21,40 +21,34 @@ from jax.sharding import (Mesh, NamedSharding, PartitionSpec as P,
 from jax._src import config
 from jax._src import test_util as jtu
 
+import device_test_util as dtu
+
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
 
-
-def _dev(i):
-  return jax.devices()[i]
+_dev = dtu.dev
 
 
 # Every form of a sharding whose device set is one device: each commits to it.
-def _one_device_shardings(d):
-  return {
-      "single_device": SingleDeviceSharding(d),
-      "named_replicated": NamedSharding(Mesh(np.array([d]), ("x",)), P()),
-      "named_split": NamedSharding(Mesh(np.array([d]), ("x",)), P("x")),
-      "named_2d": NamedSharding(Mesh(np.array([[d]]), ("x", "y")), P()),
-      "single_device_memory_kind": SingleDeviceSharding(
-          d, memory_kind="device"),
-  }
+_ONE_DEVICE_SHARDINGS = {
+    "single_device": lambda d: SingleDeviceSharding(d),
+    "named_replicated": lambda d: NamedSharding(Mesh(np.array([d]), ("x",)),
+                                                P()),
+    "named_split": lambda d: NamedSharding(Mesh(np.array([d]), ("x",)),
+                                           P("x")),
+    "named_2d": lambda d: NamedSharding(Mesh(np.array([[d]]), ("x", "y")),
+                                        P()),
+    "single_device_memory_kind": lambda d: SingleDeviceSharding(
+        d, memory_kind="device"),
+}
+_SHARDING_NAMES = sorted(_ONE_DEVICE_SHARDINGS)
 
 
-_SHARDING_NAMES = sorted(_one_device_shardings(jax.devices()[0]))
+def _one_device_sharding(name, d):
+  return _ONE_DEVICE_SHARDINGS[name](d)
 
 
-class PlacementRuleTestCase(jtu.JaxTestCase):
-
-  def setUp(self):
-    super().setUp()
-    if jax.device_count() < 8:
-      self.skipTest("needs 8 devices")
-
-  def assertOn(self, x, device, committed):
-    for leaf in jax.tree.leaves(x):
-      self.assertEqual(leaf.devices(), {device})
-      self.assertEqual(leaf.committed, committed)
+class PlacementRuleTestCase(dtu.DeviceTestCase):
 
   def assertBitwiseEqual(self, x, expected):
     x, expected = np.asarray(x), np.asarray(expected)
@@ -68,7 +62,7 @@ class OneDeviceShardingTest(PlacementRuleTestCase):
 
   @parameterized.parameters(_SHARDING_NAMES)
   def test_array_device_under_jit(self, name):
-    s = _one_device_shardings(_dev(3))[name]
+    s = _one_device_sharding(name, _dev(3))
     x = jax.device_put(jnp.arange(4.0), s)
     self.assertEqual(x.device, _dev(3))
     self.assertTrue(x.committed)
@@ -85,12 +79,12 @@ class OneDeviceShardingTest(PlacementRuleTestCase):
 
   @parameterized.parameters(_SHARDING_NAMES)
   def test_unused_argument_places_the_computation(self, name):
-    x = jax.device_put(jnp.arange(4.0), _one_device_shardings(_dev(3))[name])
+    x = jax.device_put(jnp.arange(4.0), _one_device_sharding(name, _dev(3)))
     self.assertOn(jax.jit(lambda x: jnp.zeros(2))(x), _dev(3), True)
 
   @parameterized.parameters(_SHARDING_NAMES)
   def test_device_put_and_creation_inside_jit(self, name):
-    s = _one_device_shardings(_dev(5))[name]
+    s = _one_device_sharding(name, _dev(5))
     u = jnp.arange(4.0)
     for f in (lambda u: jax.device_put(u, s) * 2,
               lambda u: jnp.zeros(4, device=s) + u,
@@ -101,7 +95,7 @@ class OneDeviceShardingTest(PlacementRuleTestCase):
 
   @parameterized.parameters(_SHARDING_NAMES)
   def test_jit_shardings_and_shape_dtype_struct(self, name):
-    s = _one_device_shardings(_dev(3))[name]
+    s = _one_device_sharding(name, _dev(3))
     u = jnp.arange(4.0)
     seen = []
     def f(x):
@@ -118,7 +112,7 @@ class OneDeviceShardingTest(PlacementRuleTestCase):
   @parameterized.parameters(n for n in _SHARDING_NAMES if n != "named_split")
   def test_random_key(self, name):
     # (A key is a scalar: a split spec does not apply to it.)
-    key = jax.device_put(jax.random.key(0), _one_device_shardings(_dev(3))[name])
+    key = jax.device_put(jax.random.key(0), _one_device_sharding(name, _dev(3)))
     for f in (lambda k: jax.random.normal(k, (3,)),
               jax.jit(lambda k: jax.random.normal(k, (3,)))):
       self.assertOn(f(key), _dev(3), True)
@@ -144,6 +138,7 @@ class FillValueTest(PlacementRuleTestCase):
 
   @parameterized.named_parameters(
       (name, value, dtype) for name, value, dtype in _FILL_VALUES)
+  @jtu.thread_unsafe_test()  # changes config
   def test_full_is_the_value_eagerly_and_under_jit(self, value, dtype):
     d = _dev(3)
     # The oracle is JAX without device tracing (upstream's code paths): the
@@ -443,6 +438,7 @@ class CopySemanticsTest(PlacementRuleTestCase):
     self.assertArraysEqual(x, np.arange(3.0, dtype=np.float32))
 
   @parameterized.parameters("full_like", "zeros_like", "ones_like")
+  @jtu.thread_unsafe_test()  # changes config
   def test_like_of_a_weakly_typed_array(self, name):
     w = jax.device_put(jax.jit(lambda: 1.0)(), _dev(3))
     f = {"full_like": lambda: jnp.full_like(w, 2.5, device=_dev(3)),

@@ -129,31 +129,33 @@ class UpstreamTestsToolTest(absltest.TestCase):
         capture_output=True, text=True, env=_clean_env(), cwd=self.tmp)
     return r, r.stdout + r.stderr, out
 
+  def _run(self, *args, status, expected=(), out=None):
+    """Runs the tool: checks its exit status and that its output has each of
+    `expected`; returns the output and the out folder."""
+    r, output, out = self._tool(*args, out=out)
+    self.assertEqual(r.returncode, status, output)
+    for text in expected:
+      self.assertIn(text, output)
+    return output, out
+
   def test_an_invalid_k_expression_fails_the_run(self):
-    r, output, _ = self._tool("-k", "and (", "simple_test.py")
-    self.assertEqual(r.returncode, 2, output)
-    self.assertIn("simple_test.py (.venv-upstream): pytest exit status 4 "
-                  "(usage error)", output)
-    self.assertIn("simple_test.py (.venv): pytest exit status 4", output)
-    self.assertIn("Wrong expression passed to '-k'", output)
-    self.assertIn("NO VERDICT", output)
+    self._run("-k", "and (", "simple_test.py", status=2, expected=[
+        "simple_test.py (.venv-upstream): pytest exit status 4 (usage error)",
+        "simple_test.py (.venv): pytest exit status 4",
+        "Wrong expression passed to '-k'", "NO VERDICT"])
 
   def test_a_collection_error_fails_the_run(self):
-    r, output, out = self._tool("bad_syntax_test.py")
-    self.assertEqual(r.returncode, 2, output)
-    self.assertIn("bad_syntax_test.py (.venv-upstream): pytest exit status 2",
-                  output)
-    self.assertIn("SyntaxError", output)
-    self.assertIn("ERROR collecting tests/bad_syntax_test.py", output)
+    _, out = self._run("bad_syntax_test.py", status=2, expected=[
+        "bad_syntax_test.py (.venv-upstream): pytest exit status 2",
+        "SyntaxError", "ERROR collecting tests/bad_syntax_test.py"])
     self.assertTrue((out / "bad_syntax_test.venv.log").exists())
 
   def test_an_absent_aliased_import_is_set_to_none_once(self):
-    r, output, out = self._tool("alias_test.py")
-    self.assertEqual(r.returncode, 0, output)
-    self.assertIn("made None: nsm, another_absent_name_xyz", output)
-    # The test that uses the absent module fails on both: not a regression.
-    self.assertIn("upstream {'passed': 1, 'failed': 1}; "
-                  "fork {'passed': 1, 'failed': 1}", output)
+    _, out = self._run("alias_test.py", status=0, expected=[
+        "made None: nsm, another_absent_name_xyz",
+        # The test that uses the absent module fails on both: not a
+        # regression.
+        "upstream {'passed': 1, 'failed': 1}; fork {'passed': 1, 'failed': 1}"])
     text = (out / "src" / "tests" / "alias_test.py").read_text()
     self.assertLen(re.findall(r"^nsm = None\b", text, re.M), 1, text)
     self.assertLen(re.findall(r"^another_absent_name_xyz = None\b", text,
@@ -164,40 +166,32 @@ class UpstreamTestsToolTest(absltest.TestCase):
     self.assertNotIn("no_such_module_xyz", text)
     # A second run on the same extraction edits nothing again; a node id
     # selects one test.
-    r, output, _ = self._tool("alias_test.py::test_uses_jax", out=out)
-    self.assertEqual(r.returncode, 0, output)
-    self.assertIn("upstream {'passed': 1}; fork {'passed': 1}", output)
+    self._run("alias_test.py::test_uses_jax", out=out, status=0,
+              expected=["upstream {'passed': 1}; fork {'passed': 1}"])
     self.assertEqual(
         (out / "src" / "tests" / "alias_test.py").read_text(), text)
 
   def test_an_import_that_cannot_be_rewritten_fails_the_run(self):
-    r, output, _ = self._tool("uses_helper_test.py")
-    self.assertEqual(r.returncode, 2, output)
-    self.assertIn("SKIPPED: cannot make tests/uses_helper_test.py importable",
-                  output)
-    self.assertIn("absent_in_helper_xyz", output)
+    self._run("uses_helper_test.py", status=2, expected=[
+        "SKIPPED: cannot make tests/uses_helper_test.py importable",
+        "absent_in_helper_xyz"])
 
   def test_a_node_id_runs_just_that_test(self):
-    r, output, out = self._tool("simple_test.py::test_two")
-    self.assertEqual(r.returncode, 0, output)
-    self.assertIn("upstream {'passed': 1}; fork {'passed': 1}", output)
+    _, out = self._run("simple_test.py::test_two", status=0,
+                       expected=["upstream {'passed': 1}; fork {'passed': 1}"])
     for env in ("venv-upstream", "venv"):
       outcomes, _ = upstream_tests.outcomes(out / f"simple_test.{env}.xml")
       self.assertEqual(outcomes, {"tests.simple_test::test_two": "passed"})
 
   def test_a_clean_run_exits_0(self):
-    r, output, _ = self._tool("simple_test.py")
-    self.assertEqual(r.returncode, 0, output)
-    self.assertIn(f"HEAD ({self.v2[:12]})", output)
-    self.assertIn("upstream {'passed': 3}; fork {'passed': 3}", output)
-    self.assertIn("0 tests pass upstream and fail on the fork", output)
+    output, _ = self._run("simple_test.py", status=0, expected=[
+        f"HEAD ({self.v2[:12]})", "upstream {'passed': 3}; fork {'passed': 3}",
+        "0 tests pass upstream and fail on the fork"])
     self.assertNotIn("NO VERDICT", output)
 
   def test_ref_picks_an_older_commits_tests(self):
-    r, output, out = self._tool("--ref", "v1", "simple_test.py")
-    self.assertEqual(r.returncode, 0, output)
-    self.assertIn(f"v1 ({self.v1[:12]})", output)
-    self.assertIn("upstream {'passed': 2}; fork {'passed': 2}", output)
+    _, out = self._run("--ref", "v1", "simple_test.py", status=0, expected=[
+        f"v1 ({self.v1[:12]})", "upstream {'passed': 2}; fork {'passed': 2}"])
     self.assertEqual((out / "src" / ".commit").read_text(), self.v1)
     # The extraction is keyed on the commit that the ref resolves to.
     src = out / "src"
@@ -208,9 +202,8 @@ class UpstreamTestsToolTest(absltest.TestCase):
                      self.v1)
     self.assertNotIn("test_three",
                      (src / "tests" / "simple_test.py").read_text())
-    r, output, _ = self._tool("--ref", "no-such-ref", "simple_test.py")
-    self.assertEqual(r.returncode, 2, output)
-    self.assertIn("'no-such-ref' is not a commit", output)
+    self._run("--ref", "no-such-ref", "simple_test.py", status=2,
+              expected=["'no-such-ref' is not a commit"])
 
 
 if __name__ == "__main__":
