@@ -18,12 +18,13 @@ from jax._src import config
 from jax._src import device_tracing
 from jax._src import test_util as jtu
 
+import device_test_util
+
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
 
 
-def _dev(i):
-  return jax.devices()[i]
+_dev = device_test_util.dev
 
 
 def _on(i, value=None):
@@ -31,17 +32,10 @@ def _on(i, value=None):
   return jax.device_put(value, _dev(i))
 
 
-class TraceOnceTestCase(jtu.JaxTestCase):
-
-  def setUp(self):
-    super().setUp()
-    if jax.device_count() < 8:
-      self.skipTest("needs 8 devices")
+class TraceOnceTestCase(device_test_util.DeviceTestCase):
 
   def assertOn(self, x, device, committed=True):
-    for leaf in jax.tree.leaves(x):
-      self.assertEqual(leaf.devices(), {device})
-      self.assertEqual(leaf.committed, committed)
+    super().assertOn(x, device, committed)
 
 
 class SharedTraceTest(TraceOnceTestCase):
@@ -84,6 +78,7 @@ class SharedTraceTest(TraceOnceTestCase):
     self.assertOn(out1, _dev(0))
     self.assertOn(out2, _dev(1))
 
+  @jtu.thread_unsafe_test()  # changes config (device_tracing_show_devices)
   def test_renamed_trace_is_the_fresh_trace(self):
     def f(x, y):
       return jnp.cos(x) @ y, x - 1
