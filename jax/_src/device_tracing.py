@@ -68,11 +68,8 @@ def dev_ids_plat_str(d: Device) -> str:
 
 def default_device() -> Device:
   """The device an uncommitted computation runs on."""
-  from jax._src import xla_bridge as xb  # pyrefly: ignore[missing-import]
-  d = config.default_device.value
-  if isinstance(d, str):
-    return xb.get_backend(d).local_devices()[0]
-  return d or xb.local_devices()[0]
+  from jax._src.interpreters import pxla  # pyrefly: ignore[missing-import]
+  return pxla.get_default_device()
 
 
 def sharding_device(sharding) -> Device | None:
@@ -863,17 +860,13 @@ def _jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   return tuple(JaxprDevice(d, src) for d, src in found.items())
 
 
-# id(jaxpr) -> (weak reference to the jaxpr, its devices, its home device).
-# Looked up once per staged equation with sub-jaxprs and per inlined jit:
-# cheaper than a WeakKeyDictionary.
-_jaxpr_devices_cache: dict[int, tuple[weakref.ref, tuple[JaxprDevice, ...],
-                                      Device | None]] = {}
+# jaxpr -> (its devices, its home device), as its trace recorded them or a
+# scan of the jaxpr found them. Jaxprs hash by identity.
+_jaxpr_devices_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _cache_jaxpr_devices(jaxpr, devices, home):
-  key = id(jaxpr)
-  ref = weakref.ref(jaxpr, lambda _: _jaxpr_devices_cache.pop(key, None))
-  _jaxpr_devices_cache[key] = (ref, devices, home)
+  _jaxpr_devices_cache[jaxpr] = (devices, home)
 
 
 def _home_of(jaxpr, devices: tuple[JaxprDevice, ...]) -> Device | None:
@@ -886,14 +879,14 @@ def _home_of(jaxpr, devices: tuple[JaxprDevice, ...]) -> Device | None:
   return devices[0].device if len(devices) == 1 else None
 
 
-def _lookup(jaxpr):
-  entry = _jaxpr_devices_cache.get(id(jaxpr))
-  if entry is not None and entry[0]() is jaxpr:
+def _lookup(jaxpr) -> tuple[tuple[JaxprDevice, ...], Device | None]:
+  entry = _jaxpr_devices_cache.get(jaxpr)
+  if entry is not None:
     return entry
   devices = _jaxpr_devices(jaxpr)
   home = _home_of(jaxpr, devices)
   _cache_jaxpr_devices(jaxpr, devices, home)
-  return None, devices, home
+  return devices, home
 
 
 def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
@@ -903,7 +896,7 @@ def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   without error has at most one, unless cross-device computations are
   enabled.
   """
-  return _lookup(jaxpr)[1]
+  return _lookup(jaxpr)[0]
 
 
 def jaxpr_home(jaxpr) -> Device | None:
@@ -912,7 +905,7 @@ def jaxpr_home(jaxpr) -> Device | None:
   Where its uncommitted values go; None when no committed source decides it
   (they then go to the default device, or follow the enclosing computation).
   """
-  return _lookup(jaxpr)[2]
+  return _lookup(jaxpr)[1]
 
 
 def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
@@ -1018,7 +1011,7 @@ def substitute_devices(jaxpr, old: Sequence[Device], new: Sequence[Device]):
   if out is None:
     return None
   _lowering_sources[out] = _lowering_sources.get(jaxpr, jaxpr)
-  _, devices, home = _lookup(jaxpr)
+  devices, home = _lookup(jaxpr)
   renamed = dict(mapping)
   _cache_jaxpr_devices(out, tuple(
       JaxprDevice(renamed.get(d, d),
