@@ -1038,19 +1038,49 @@ def _substituted(jaxpr, mapping):
     return None
 
 
+# How the renamer treats a parameter value, by its type (filled lazily: one
+# dictionary lookup per value instead of a chain of isinstance checks).
+_PLAIN, _JAXPR, _SEQUENCE, _AVAL, _DEVICE, _SHARDING, _MESH, _CLOSURE = range(8)
+_param_kinds: dict[type, int] = {}
+
+
+def _param_kind(t: type) -> int:
+  kind = _param_kinds.get(t)
+  if kind is None:
+    from jax._src import core  # pyrefly: ignore[missing-import]
+    from jax._src import linear_util as lu  # pyrefly: ignore[missing-import]
+    from jax._src.mesh import Mesh  # pyrefly: ignore[missing-import]
+    from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
+    if t is core.Jaxpr:
+      kind = _JAXPR
+    elif t is tuple or t is list:
+      kind = _SEQUENCE
+    elif t is core.ShapedArray:
+      kind = _AVAL
+    elif issubclass(t, Device):
+      kind = _DEVICE
+    elif issubclass(t, Sharding):
+      kind = _SHARDING
+    elif issubclass(t, Mesh):
+      kind = _MESH
+    elif issubclass(t, lu.WrappedFun):
+      kind = _CLOSURE
+    else:
+      kind = _PLAIN
+    _param_kinds[t] = kind
+  return kind
+
+
 class _Renamer:
   """Renames devices through a jaxpr and the jaxprs nested in it."""
 
   def __init__(self, mapping: dict[Device, Device]):
     from jax._src import core  # pyrefly: ignore[missing-import]
-    from jax._src import linear_util as lu  # pyrefly: ignore[missing-import]
-    from jax._src.mesh import Mesh  # pyrefly: ignore[missing-import]
-    from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
     self.core = core
-    self.classes = (Sharding, Mesh, lu.WrappedFun)
     self.mapping = mapping
     self.forbidden = {*mapping, *mapping.values()}
     self.memo: dict[int, Any] = {}
+    self.avals: dict[int, Any] = {}  # id(aval) -> renamed (avals are shared)
 
   def fixed(self, device):
     # A device the jaxpr names itself: it must not be one being renamed.
@@ -1058,11 +1088,16 @@ class _Renamer:
       raise _NotShareable
 
   def aval(self, a):
-    if type(a) is self.core.ShapedArray:
-      d = a.device
-      if d is not None and d in self.mapping:
-        return with_device(a, self.mapping[d])
-    return a
+    new = self.avals.get(id(a))
+    if new is None:
+      new = a
+      if type(a) is self.core.ShapedArray:
+        d = a.device
+        if d is not None and d in self.mapping:
+          new = with_device(a, self.mapping[d])
+      self.avals[id(a)] = new
+      self.memo[id(a)] = (a, None)  # keeps `a` alive: ids stay unique
+    return new
 
   def jaxpr(self, jaxpr):
     core = self.core
@@ -1070,17 +1105,20 @@ class _Renamer:
     if memo is not None:
       return memo[1]
     env: dict[Any, Any] = {}
+    Literal, DropVar, Var = core.Literal, core.DropVar, core.Var
+    JaxprInputEffect = core.effects.JaxprInputEffect
+    aval = self.aval
 
     def binder(v):
-      a = self.aval(v.aval)
+      a = aval(v.aval)
       if a is v.aval:
         return v
-      nv = (core.DropVar(a) if type(v) is core.DropVar else core.Var(a))
+      nv = DropVar(a) if type(v) is DropVar else Var(a)
       env[v] = nv
       return nv
 
     def atom(x):
-      if type(x) is core.Literal:
+      if type(x) is Literal:
         d = getattr(x.aval, "device", None)
         if d is not None:
           self.fixed(d)
@@ -1095,19 +1133,24 @@ class _Renamer:
     invars = [binder(v) for v in jaxpr.all_invars]
     eqns = []
     for eqn in jaxpr.eqns:
-      if any(isinstance(e, core.effects.JaxprInputEffect)
-             for e in eqn.effects):
-        raise _NotShareable
+      for e in eqn.effects:
+        if isinstance(e, JaxprInputEffect):
+          raise _NotShareable
       params = self.params(eqn.params)
-      new_in = [atom(x) for x in eqn.invars]
-      new_out = [binder(v) for v in eqn.outvars]
-      if (params is eqn.params and
-          all(a is b for a, b in zip(new_in, eqn.invars)) and
-          all(a is b for a, b in zip(new_out, eqn.outvars))):
-        eqns.append(eqn)
-      else:
-        eqns.append(core.JaxprEqn(new_in, new_out, eqn.primitive, params,
-                                  eqn.effects, eqn.source_info, eqn.ctx))
+      changed = params is not eqn.params
+      new_in = []
+      for x in eqn.invars:
+        y = atom(x)
+        changed |= y is not x
+        new_in.append(y)
+      new_out = []
+      for v in eqn.outvars:
+        w = binder(v)
+        changed |= w is not v
+        new_out.append(w)
+      eqns.append(core.JaxprEqn(new_in, new_out, eqn.primitive, params,
+                                eqn.effects, eqn.source_info, eqn.ctx)
+                  if changed else eqn)
     outvars = [atom(x) for x in jaxpr.outvars]
     out = core.Jaxpr(invars[:num_consts], invars[num_consts:], outvars, eqns,
                      jaxpr.effects, jaxpr.debug_info, jaxpr.is_high,
@@ -1126,29 +1169,31 @@ class _Renamer:
     return params if new is None else new
 
   def param(self, v):
-    core = self.core
-    t = type(v)
-    if t is core.Jaxpr:
-      return self.jaxpr(v)
-    if t is tuple or t is list:
-      items = [self.param(x) for x in v]
-      return v if all(a is b for a, b in zip(items, v)) else t(items)
-    if t is core.ShapedArray:
-      return self.aval(v)
-    if isinstance(v, Device):
-      self.fixed(v)
+    kind = _param_kinds.get(type(v))
+    if kind is None:
+      kind = _param_kind(type(v))
+    if kind == _PLAIN:
       return v
-    Sharding, Mesh, WrappedFun = self.classes
-    if isinstance(v, Sharding):
+    if kind == _JAXPR:
+      return self.jaxpr(v)
+    if kind == _SEQUENCE:
+      items = [self.param(x) for x in v]
+      for a, b in zip(items, v):
+        if a is not b:
+          return type(v)(items)
+      return v
+    if kind == _AVAL:
+      return self.aval(v)
+    if kind == _DEVICE:
+      self.fixed(v)
+    elif kind == _SHARDING:
       if v._is_concrete:
         for d in v._device_assignment:
           self.fixed(d)
-      return v
-    if isinstance(v, Mesh):
+    elif kind == _MESH:
       for d in v.devices.flat:
         self.fixed(d)
-      return v
-    if isinstance(v, WrappedFun):
+    elif kind == _CLOSURE:
       # A custom rule traced later with the argument types of the first
       # trace (custom_jvp, custom_vjp): it would stage the old devices.
       raise _NotShareable
