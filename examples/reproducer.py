@@ -3,10 +3,10 @@
   .venv/bin/python examples/reproducer.py [--upstream .venv-upstream/bin/python]
 
 Runs each case of the issue and of the misplacements around it (the table in
-docs/upstream-proposal.md, "Motivation") on 8 virtual CPU devices with this
-interpreter's jax and with upstream's (.venv-upstream, when it exists), and
-prints, after a legend, where each result landed (device, and whether it is
-committed), or the error raised, in full.
+docs/jep/26000-device-tracing.md, "Motivation") on 8 virtual CPU devices
+with this interpreter's jax and with upstream's (.venv-upstream, when it
+exists), and prints, after a legend, where each result landed (device, and
+whether it is committed), or the error raised, in full.
 """
 
 from _compare import main

@@ -444,7 +444,7 @@ class SwitchTest(dtu.InputsTestCase):
                                   "available"):
         jax.jit(lambda x: x.device)(self.x3)
       self.assertFalse(jax.jit(lambda x: hasattr(x, "device") and 1)(self.x3))
-      # The upstream misplacements (docs/upstream-proposal.md, Motivation):
+      # The upstream misplacements (docs/jep/26000-device-tracing.md, Motivation):
       self.assertOn(jax.jit(lambda x: jnp.zeros(0))(self.x3), self.d0, False)
       self.assertOn(jax.jit(lambda x: jnp.zeros(3, device=self.d2))(self.u),
                     self.d0, False)

@@ -1,4 +1,4 @@
-# The Python snippets of README.md and docs/*.md run as shown.
+# The Python snippets of README.md and docs/**/*.md run as shown.
 #
 # A snippet is a fenced code block whose language is `python`. Each runs in a
 # fresh Python process (this interpreter, from an empty folder) on 8 virtual
@@ -44,7 +44,7 @@ class Snippet(NamedTuple):
 
 
 def markdown_files():
-  return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+  return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def code_blocks(path):
