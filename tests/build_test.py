@@ -73,7 +73,7 @@ class BuildTest(absltest.TestCase):
         "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
         "From: Test <test@example.com>\n"
         "Subject: [PATCH] version: a hunk whose context is not upstream's\n"
-        "\n---\n"
+        "\nSeries-Step: 2\n---\n"
         "diff --git a/jax/version.py b/jax/version.py\n"
         "--- a/jax/version.py\n"
         "+++ b/jax/version.py\n"
@@ -90,6 +90,35 @@ class BuildTest(absltest.TestCase):
     self.assertIn("failing hunk (line 20)", r.stderr)
     self.assertIn("+_added = 1", r.stderr)
     self.assertFalse(out.exists() and any(out.iterdir()))
+
+  def test_a_cut_after_step_1_leaves_out_step_2(self):
+    out = self.tmp / "cut"
+    r = _build("--step", "1", "--out", out)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    (wheel,) = out.glob("*.whl")
+    version = forklib.fork_version(PINS, REPO) + ".step1"
+    self.assertEqual(wheel.name, f"jax-{version}-py3-none-any.whl")
+    steps = [forklib.patch_step(p)
+             for p in forklib.patch_series(REPO / "patches")]
+    self.assertIn("2", steps)
+    self.assertEqual(steps, sorted(steps, key=forklib.STEPS.index))
+    with zipfile.ZipFile(wheel) as z:
+      config = z.read("jax/_src/config.py").decode()
+      self.assertIn("name='jax_device_tracing',", config)
+      self.assertNotIn("jax_device_tracing_cross_device", config)
+
+  def test_a_series_out_of_step_order_is_refused(self):
+    patches = self.tmp / "patches"
+    shutil.copytree(REPO / "patches", patches)
+    last = forklib.patch_series(patches)[-1]
+    self.assertEqual(forklib.patch_step(last), "2")
+    late = patches / "9999-late.patch"
+    late.write_text(last.read_text().replace("Series-Step: 2",
+                                             "Series-Step: 1"))
+    r = _build("--patches", patches, "--out", self.tmp / "dist")
+    self.assertEqual(r.returncode, 1, r.stderr)
+    self.assertIn("9999-late.patch (step 1) comes after a patch of a later "
+                  "step", r.stderr)
 
   def test_a_module_may_not_replace_an_upstream_file(self):
     fake_repo = self.tmp / "repo"

@@ -159,6 +159,7 @@ _NOT_DIFFERENTIATED_UNDER_JIT = {
                  "two_puts_swapped_and_a_created_value")}
 
 
+@dtu.needs_cross_device
 class CrossDeviceTestCase(dtu.DeviceTestCase):
 
   def assertSameAsEager(self, outs, eager):

@@ -6,11 +6,43 @@
 # check where results land.
 
 import contextlib
+import unittest
 
 import jax
 import jax.numpy as jnp
+from jax._src import config
 from jax._src import device_tracing
 from jax._src import test_util as jtu
+
+# The series' second step (several devices in one jit) defines the flag
+# jax_device_tracing_cross_device. A build of the first step alone has no
+# such flag; there, every computation is on one device, and a second device
+# in it is a DeviceConflictError: what the second step does with the flag
+# off.
+CROSS_DEVICE = hasattr(config, "device_tracing_cross_device")
+
+needs_cross_device = unittest.skipUnless(
+    CROSS_DEVICE, "needs the series' second step (several devices in one jit)")
+
+
+class _Unchanged(contextlib.ContextDecorator):
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+
+def one_device_per_computation():
+  """jax_device_tracing_cross_device off, where the flag exists.
+
+  A context manager and a decorator, like the flag itself. In a build of the
+  first step alone it changes nothing: that is already the behaviour there.
+  """
+  if CROSS_DEVICE:
+    return config.device_tracing_cross_device(False)
+  return _Unchanged()
 
 
 def dev(i):

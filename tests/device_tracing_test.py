@@ -398,6 +398,7 @@ class StaleObservationTest(dtu.InputsTestCase):
     # where the value lands.
     self.assertEqual(seen[-1], _dev(5))
 
+  @dtu.needs_cross_device
   def test_device_read_inside_a_cond_branch(self):
     # The branch reads v.device of an uncommitted value and commits ones to
     # it: the default device, as eagerly. The computation then holds values

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 from jax._src import config
 from jax._src import test_util as jtu
 
+import device_test_util as dtu
+
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
 
@@ -103,6 +105,7 @@ class HeterogeneousTest(jtu.JaxTestCase):
     self.assertPlacedAlike(f(self.y, self.y), self.y * 2)
     self.assertOn(self.y * 2, self.accel, False)
 
+  @dtu.needs_cross_device
   def test_device_put_to_the_accelerator_under_jit(self):
     out = jax.jit(lambda x: jax.device_put(x, self.accel))(self.x)
     self.assertOn(out, self.accel, True)

@@ -233,6 +233,7 @@ class DeviceArgumentMovesTest(PlacementRuleTestCase):
           x, device=NamedSharding(Mesh(np.array([d]), ("x",)), P()))),
       ("array_dtype", lambda x, d: jnp.array(x, dtype=jnp.int32, device=d)),
   )
+  @dtu.needs_cross_device
   def test_eager_and_jit_move(self, make):
     x = jax.device_put(jnp.arange(3.0), _dev(1))
     eager = make(x, _dev(5))
@@ -246,6 +247,7 @@ class DeviceArgumentMovesTest(PlacementRuleTestCase):
 class TracingOrderTest(PlacementRuleTestCase):
   """Placement is a function of the data flow, not of tracing order."""
 
+  @dtu.needs_cross_device
   def test_swapping_independent_transfers(self):
     u = jnp.arange(3.0)
     def f(u):
@@ -270,6 +272,7 @@ class TracingOrderTest(PlacementRuleTestCase):
     self.assertOn(h1(x, u)[2], _dev(5), True)
     self.assertOn(h2(x, u)[2], _dev(5), True)
 
+  @dtu.needs_cross_device
   def test_device_read_agrees_with_where_the_value_lands(self):
     seen = []
     def f(u):
@@ -329,6 +332,7 @@ class TransformationsTest(PlacementRuleTestCase):
       self.assertOn(out, _dev(3), True)
       self.assertEqual(float(out), 2.0)
 
+  @dtu.needs_cross_device
   def test_checkpoint_around_a_transfer(self):
     x = jax.device_put(jnp.arange(3.0), _dev(3))
     f = lambda x: jax.checkpoint(lambda v: jax.device_put(v, _dev(5)) * 2)(x)
@@ -345,6 +349,7 @@ class TransformationsTest(PlacementRuleTestCase):
 class HomeDeviceTest(PlacementRuleTestCase):
   """Reads of `x.device` agree with where values land, at every level."""
 
+  @dtu.needs_cross_device
   def test_read_before_a_second_source(self):
     # After one source inside, the home device looks decided; a second
     # source on another device undecides it: the read is traced again.
@@ -364,6 +369,7 @@ class HomeDeviceTest(PlacementRuleTestCase):
   def default_device(self):
     return jax.devices()[0]
 
+  @dtu.needs_cross_device
   @parameterized.parameters(False, True)
   def test_nested_read_does_not_depend_on_call_order(self, outer_first):
     seen = []
@@ -383,6 +389,7 @@ class HomeDeviceTest(PlacementRuleTestCase):
       self.assertEqual(seen[-1], _dev(1))
     self.assertEqual(inner(u)[0].devices(), {_dev(1)})
 
+  @dtu.needs_cross_device
   def test_transformed_jaxpr_keeps_the_argument_home(self):
     c = jax.device_put(jnp.ones(3), _dev(1))
     seen = []
@@ -397,6 +404,7 @@ class HomeDeviceTest(PlacementRuleTestCase):
     self.assertEqual(x.devices(), {_dev(1)})
     self.assertEqual(seen[-1], _dev(1))
 
+  @dtu.needs_cross_device
   def test_nested_calls_with_operands_on_two_devices(self):
     @jax.jit
     def inner(a, b):
@@ -411,6 +419,7 @@ class HomeDeviceTest(PlacementRuleTestCase):
         self.assertEqual(o.devices(), e.devices())
         self.assertArraysEqual(o, e)
 
+  @dtu.needs_cross_device
   @parameterized.parameters("custom_jvp", "custom_vjp")
   def test_custom_rule_whose_result_is_moved(self, kind):
     if kind == "custom_jvp":

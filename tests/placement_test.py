@@ -154,9 +154,11 @@ class CreationTest(dtu.InputsTestCase):
   @jtu.thread_unsafe_test()  # changes config
   def test_creation_on_another_device_than_a_committed_argument(self):
     f = lambda x: (jnp.zeros(3, device=self.d2), x * 2)
-    with config.device_tracing_cross_device(False):
+    with dtu.one_device_per_computation():
       with self.assertRaises(device_tracing.DeviceConflictError):
         jax.jit(f)(self.x3)
+    if not dtu.CROSS_DEVICE:
+      return
     # Across devices, as eagerly (tests/cross_device_test.py).
     zeros, x2 = jax.jit(f)(self.x3)
     self.assertOn(zeros, self.d2, True)
@@ -218,7 +220,7 @@ class ConflictTest(dtu.InputsTestCase):
   """
 
   @jtu.thread_unsafe_test()  # changes config
-  @config.device_tracing_cross_device(False)
+  @dtu.one_device_per_computation()
   def test_device_put_to_another_device_inside_jit(self):
     a1 = jax.device_put(1.0, _dev(1))
     def f(a):
@@ -241,7 +243,7 @@ class ConflictTest(dtu.InputsTestCase):
       jax.jit(g)(a1)
 
   @jtu.thread_unsafe_test()  # changes config
-  @config.device_tracing_cross_device(False)
+  @dtu.one_device_per_computation()
   def test_unused_arguments_on_different_devices(self):
     a1, b2 = jax.device_put(1.0, _dev(1)), jax.device_put(2.0, _dev(2))
     def h(first, second):
@@ -270,7 +272,10 @@ class ConflictTest(dtu.InputsTestCase):
   def test_inside_a_cond_branch(self, cross_device):
     f = jax.jit(lambda x: lax.cond(True, lambda v: jax.device_put(v, self.d2),
                                    lambda v: v, x))
-    with config.device_tracing_cross_device(cross_device):
+    if cross_device and not dtu.CROSS_DEVICE:
+      self.skipTest("needs the series' second step")
+    with (config.device_tracing_cross_device(cross_device)
+          if dtu.CROSS_DEVICE else dtu.one_device_per_computation()):
       with self.assertDeviceConflict(r"device ids \[2\]",
                                      r"device ids \[3\]"):
         f(self.x3)
@@ -411,6 +416,53 @@ def _specified_placement(inputs, ops):
   return sources, uses_device_arg
 
 
+def _home_device(inputs, ops):
+  """(The home device of a program's computation, whether tracing it fails).
+
+  docs/design.md, "The home device": the first committed argument; else the
+  one device its sources commit to (device_put, device=), else the default
+  device (cpu:0). A `.device` read of an uncommitted value answers the home
+  device as far as known (the one device committed so far, else the
+  default); if the final home differs, the program is traced again with it
+  known, and a second disagreement is an error. A device= taken from such a
+  read is a source of its own ("Known limits").
+  """
+  committed = [d for d in inputs if d is not None]
+  if committed:
+    return committed[0], False
+
+  def trace(hint):
+    devs, sources, answers = list(inputs), set(), []
+    for op in ops:
+      if op[0] == "unary":
+        devs.append(devs[op[2]])
+      elif op[0] == "binary":
+        a, b = devs[op[2]], devs[op[3]]
+        devs.append(a if a is not None else b)
+      elif op[0] == "create":
+        d = op[2]
+        if d == "like":
+          d = devs[op[3]]
+          if d is None:  # read before the home device is decided
+            d = hint if hint is not None else (
+                next(iter(sources)) if len(sources) == 1 else 0)
+            answers.append(d)
+        if d is not None:
+          sources.add(d)
+        devs.append(d)
+      else:
+        sources.add(op[1])
+        devs.append(op[1])
+    final = next(iter(sources)) if len(sources) == 1 else 0
+    return final, any(a != final for a in answers)
+
+  final, disagrees = trace(None)
+  if not disagrees:
+    return final, False
+  second, disagrees = trace(final)
+  return second, disagrees
+
+
 def _args(inputs):
   base = [np.arange(3.0, dtype=np.float32) + i for i in range(len(inputs))]
   args = [jnp.asarray(b) if d is None else jax.device_put(b, _dev(d))
@@ -438,7 +490,7 @@ class PropertyTest(dtu.InputsTestCase):
 
   @_SETTINGS
   @hypothesis.given(programs())
-  @config.device_tracing_cross_device(False)
+  @dtu.one_device_per_computation()
   def test_random_programs_follow_the_specification(self, program):
     # A computation on one device (docs/design.md, "The placement rule"),
     # with jax_device_tracing_cross_device off.
@@ -471,6 +523,7 @@ class PropertyTest(dtu.InputsTestCase):
       self.assertAllClose(e, out)
       self.assertLessEqual(e.committed, out.committed)
 
+  @dtu.needs_cross_device
   @_SETTINGS
   @hypothesis.given(programs())
   def test_random_programs_run_as_in_eager_mode(self, program):
@@ -479,15 +532,14 @@ class PropertyTest(dtu.InputsTestCase):
     # devices meeting in one operation are an error in both.
     inputs, ops, outputs = program
     base, args = _args(inputs)
-    # The home device: the first committed argument, else the first device
-    # a device_put or a device= names; uncommitted values live there.
-    explicit = [op[1] if op[0] == "device_put" else op[2] for op in ops
-                if op[0] == "device_put" or
-                (op[0] == "create" and op[2] not in (None, "like"))]
-    home = next((d for d in inputs if d is not None), None)
-    home = _dev(home if home is not None else explicit[0]) if (
-        home is not None or explicit) else self.d0
+    home, stale = _home_device(inputs, ops)
+    home = _dev(home)
     f = jax.jit(lambda *a: _run_program(ops, outputs, a, None))
+    if stale:
+      with self.assertRaisesRegex(device_tracing.DeviceConflictError,
+                                  "was read .*still read"):
+        f(*args)
+      return
     with jax.default_device(home):
       eager_args = [jax.device_put(b) if d is None else a
                     for a, b, d in zip(args, base, inputs)]

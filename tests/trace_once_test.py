@@ -94,6 +94,7 @@ class SharedTraceTest(TraceOnceTestCase):
     self.assertEqual(g.lower(_on(3, x), _on(3, y)).as_text(),
                      g.lower(_on(6, x), _on(6, y)).as_text())
 
+  @device_test_util.needs_cross_device
   def test_arguments_sharing_a_device_are_one_pattern(self):
     traces = []
 
@@ -281,6 +282,7 @@ class ObservedDeviceTest(TraceOnceTestCase):
     self.assertOn(out, _dev(5))
     self.assertArraysEqual(out, (np.arange(4.0) - 1) * 2)
 
+  @device_test_util.needs_cross_device
   def test_fixed_device_put_keeps_its_device(self):
     f = jax.jit(lambda x: (jax.device_put(x, _dev(5)) * 2, x + 1))
     for i in (3, 4, 5, 6):
@@ -303,6 +305,7 @@ class ObservedDeviceTest(TraceOnceTestCase):
     with self.assertRaisesRegex(ValueError, "incompatible devices"):
       f(_on(5))
 
+  @device_test_util.needs_cross_device
   def test_committed_constant_on_another_device_is_shared(self):
     c = _on(7)
     traces = []
@@ -321,6 +324,7 @@ class ObservedDeviceTest(TraceOnceTestCase):
 
 class SubstituteDevicesTest(TraceOnceTestCase):
 
+  @device_test_util.needs_cross_device
   def test_a_device_named_in_the_jaxpr_is_not_renamed(self):
     jaxpr = jax.jit(lambda x: jax.device_put(x * 2, _dev(5))).trace(
         _on(3)).jaxpr.jaxpr

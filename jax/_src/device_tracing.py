@@ -144,8 +144,14 @@ class DeviceConflictError(ValueError):
 
 
 def cross_device_enabled() -> bool:
-  """Whether one computation may hold values on several devices."""
-  return config.device_tracing_cross_device.value
+  """Whether one computation may hold values on several devices.
+
+  That is the series' second step, which defines the
+  `jax_device_tracing_cross_device` flag; a build of the first step alone
+  has no such flag, and every computation is on one device.
+  """
+  flag = getattr(config, 'device_tracing_cross_device', None)
+  return flag is not None and flag.value
 
 
 # Call primitives whose callee may itself span several devices, with the
