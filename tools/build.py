@@ -2,12 +2,16 @@
 """Builds the fork's wheel: pinned upstream jax + our modules + the series.
 
   python tools/build.py [--upstream-wheel PATH] [--patches DIR] [--out DIR]
+                        [--step fork|1|2]
 
 Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
 and check its sha256; unpack it in a scratch folder; add the repo's jax/
 modules; apply patches/*.patch in order; stamp the version
 0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl.  Any failure
 stops the build with a message naming the step, and leaves dist/ as it was.
+
+--step builds the series cut after that step (tools/cut.py builds and tests
+one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ def main(argv=None) -> int:
                   help="use this file instead of downloading (still verified)")
   ap.add_argument("--patches", type=Path, default=forklib.REPO / "patches")
   ap.add_argument("--out", type=Path, default=forklib.REPO / "dist")
+  ap.add_argument("--step", choices=forklib.STEPS,
+                  help="build the cut of the series after this step")
   ap.add_argument("--quiet", action="store_true")
   args = ap.parse_args(argv)
   say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
@@ -34,12 +40,15 @@ def main(argv=None) -> int:
   try:
     pins = forklib.load_pins()
     version = forklib.fork_version(pins)
+    if args.step is not None and args.step != forklib.STEPS[-1]:
+      version += f".step{args.step}"
     if args.upstream_wheel:
       wheel = forklib.verify_upstream(args.upstream_wheel, pins)
     else:
       wheel = forklib.fetch_upstream(pins)
     say(f"upstream: {wheel.name} (sha256 verified)")
     patches = forklib.patch_series(args.patches)
+    patches = forklib.series_cut(patches, args.step or forklib.STEPS[-1])
     with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
       stage = Path(tmp)
       forklib.unpack_upstream(wheel, stage)

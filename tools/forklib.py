@@ -152,6 +152,48 @@ def patch_series(patch_dir: Path) -> list[Path]:
   return sorted(patch_dir.glob("*.patch"))
 
 
+# The steps of the series, in order; every patch names its own in a
+# `Series-Step:` header. "fix" patches are independent fixes that go with
+# step 1; a cut after a step holds every patch up to and including it.
+STEPS = ("fork", "1", "2")
+_STEP_OF = {"fork": "fork", "1": "1", "fix": "1", "2": "2"}
+
+
+def patch_step(patch: Path) -> str:
+  """The step of the series a patch belongs to (its Series-Step header)."""
+  for line in patch.read_text().splitlines():
+    if line.startswith("Series-Step:"):
+      step = line.split(":", 1)[1].strip()
+      if step not in _STEP_OF:
+        raise BuildError(f"{patch.name}: unknown Series-Step {step!r}")
+      return _STEP_OF[step]
+    if line.startswith("diff --git "):
+      break
+  raise BuildError(f"{patch.name} has no Series-Step header")
+
+
+def series_cut(patches: list[Path], step: str) -> list[Path]:
+  """The patches of the series cut after `step`: a prefix of the series.
+
+  The series is ordered by step, so that every cut is a prefix that builds
+  on its own; a patch of an earlier step after one of a later step is an
+  error.
+  """
+  if step not in STEPS:
+    raise BuildError(f"no step {step!r}; the steps are {', '.join(STEPS)}")
+  rank = {s: i for i, s in enumerate(STEPS)}
+  cut, seen = [], 0
+  for p in patches:
+    r = rank[patch_step(p)]
+    if r < seen:
+      raise BuildError(f"{p.name} (step {patch_step(p)}) comes after a patch "
+                       f"of a later step: the series must be ordered by step")
+    seen = r
+    if r <= rank[step]:
+      cut.append(p)
+  return cut
+
+
 def unpack_upstream(wheel: Path, dest: Path) -> None:
   with zipfile.ZipFile(wheel) as z:
     z.extractall(dest)

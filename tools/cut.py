@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Builds the series cut after a step and runs the tests with it.
+
+  .venv/bin/python tools/cut.py STEP [pytest args]   # STEP: fork, 1 or 2
+
+The series is ordered by step (each patch's `Series-Step:` header): fork-only
+patches, then step 1 (the device in avals, `x.device`, the join, placement
+before DCE, `device=`/`device_put` honoured, with the independent fixes),
+then step 2 (several devices in one jit). A cut is upstream jax, the fork's
+modules and the patches up to and including STEP. This builds its wheel
+(`build/cut-STEP/`, versioned 0.12.0.1+devtrace.N.stepSTEP), unpacks it
+beside the tests, and runs pytest in .venv (./setup.sh makes it) with the
+cut's jax first on the path. The tests that need a later step skip
+themselves (`device_test_util.needs_cross_device`); the build's own tests and
+the doc snippets, which describe the whole series, are left out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import forklib  # noqa: E402
+
+_NOT_FOR_CUTS = ("tests/build_test.py", "tests/doc_snippets_test.py",
+                 "tests/upstream_tests_tool_test.py")
+
+
+def main(argv=None) -> int:
+  argv = sys.argv[1:] if argv is None else argv
+  if not argv or argv[0] not in forklib.STEPS:
+    print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    return 2
+  step, pytest_args = argv[0], argv[1:]
+  repo = forklib.REPO
+  python = repo / ".venv" / "bin" / "python"
+  if not python.exists():
+    print("cut: no .venv; run ./setup.sh --no-demo first", file=sys.stderr)
+    return 2
+  out = repo / "build" / f"cut-{step}"
+  shutil.rmtree(out, ignore_errors=True)
+  r = subprocess.run([sys.executable, str(repo / "tools" / "build.py"),
+                      "--step", step, "--out", str(out / "dist")])
+  if r.returncode:
+    return r.returncode
+  wheel, = (out / "dist").glob("jax-*.whl")
+  site = out / "site"
+  with zipfile.ZipFile(wheel) as z:
+    z.extractall(site)
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
+  check = subprocess.run(
+      [str(python), "-c", "import jax; print(jax.__version__, jax.__file__)"],
+      env=env, capture_output=True, text=True, check=True).stdout.strip()
+  print(f"cut after step {step}: jax {check}", flush=True)
+  if not any(Path(repo, a.split("::")[0]).exists() for a in pytest_args
+             if not a.startswith("-")):
+    pytest_args = [*pytest_args, "tests"]
+  pytest_args += [f"--ignore={t}" for t in _NOT_FOR_CUTS]
+  rc = subprocess.run([str(python), "-m", "pytest", "-p",
+                       "no:cacheprovider", *pytest_args],
+                      env=env, cwd=repo).returncode
+  if rc == 5:  # only files left out of cuts were named: nothing to run
+    print(f"cut after step {step}: no tests to run", flush=True)
+    return 0
+  return rc
+
+
+if __name__ == "__main__":
+  sys.exit(main())
