@@ -98,20 +98,25 @@ class BuildTest(absltest.TestCase):
     (wheel,) = out.glob("*.whl")
     version = forklib.fork_version(PINS, REPO) + ".step1"
     self.assertEqual(wheel.name, f"jax-{version}-py3-none-any.whl")
-    steps = [forklib.patch_step(p)
-             for p in forklib.patch_series(REPO / "patches")]
-    self.assertIn("2", steps)
-    self.assertEqual(steps, sorted(steps, key=forklib.STEPS.index))
+    series = forklib.patch_series(REPO / "patches")
+    cut = forklib.series_cut(series, "1")
+    self.assertEqual(cut, series[:len(cut)])
+    self.assertNotIn("2", [forklib.patch_step(p) for p in cut])
+    self.assertTrue(all(forklib.patch_step(p) in ("2", "fork")
+                        for p in series[len(cut):]))
+    self.assertIn("2", [forklib.patch_step(p) for p in series[len(cut):]])
     with zipfile.ZipFile(wheel) as z:
       config = z.read("jax/_src/config.py").decode()
-      self.assertIn("name='jax_device_tracing',", config)
+      # Device tracing is on in the cut too: the fork's default, from the
+      # fork-only patch that follows step 1.
+      self.assertIn("name='jax_device_tracing',\n    default=True,", config)
       self.assertNotIn("jax_device_tracing_cross_device", config)
 
   def test_a_series_out_of_step_order_is_refused(self):
     patches = self.tmp / "patches"
     shutil.copytree(REPO / "patches", patches)
-    last = forklib.patch_series(patches)[-1]
-    self.assertEqual(forklib.patch_step(last), "2")
+    last = [p for p in forklib.patch_series(patches)
+            if forklib.patch_step(p) == "2"][-1]
     late = patches / "9999-late.patch"
     late.write_text(last.read_text().replace("Series-Step: 2",
                                              "Series-Step: 1"))

@@ -154,7 +154,9 @@ def patch_series(patch_dir: Path) -> list[Path]:
 
 # The steps of the series, in order; every patch names its own in a
 # `Series-Step:` header. "fix" patches are independent fixes that go with
-# step 1; a cut after a step holds every patch up to and including it.
+# step 1; a "fork" patch (fork-only: the version label, the fork's defaults)
+# goes with the step before it. A cut after a step holds every patch up to
+# and including it.
 STEPS = ("fork", "1", "2")
 _STEP_OF = {"fork": "fork", "1": "1", "fix": "1", "2": "2"}
 
@@ -184,12 +186,13 @@ def series_cut(patches: list[Path], step: str) -> list[Path]:
   rank = {s: i for i, s in enumerate(STEPS)}
   cut, seen = [], 0
   for p in patches:
-    r = rank[patch_step(p)]
-    if r < seen:
-      raise BuildError(f"{p.name} (step {patch_step(p)}) comes after a patch "
-                       f"of a later step: the series must be ordered by step")
-    seen = r
-    if r <= rank[step]:
+    s = patch_step(p)
+    if s != "fork":
+      if rank[s] < seen:
+        raise BuildError(f"{p.name} (step {s}) comes after a patch of a "
+                         f"later step: the series must be ordered by step")
+      seen = rank[s]
+    if seen <= rank[step]:
       cut.append(p)
   return cut
 
