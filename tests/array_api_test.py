@@ -7,10 +7,6 @@
 
 import os
 
-# As conftest.py does, for a run of this file alone (SciPy reads it when it
-# is first imported).
-os.environ.setdefault("SCIPY_ARRAY_API", "1")
-
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -20,13 +16,8 @@ import jax.numpy as jnp
 from jax._src import config
 from jax._src import test_util as jtu
 
+from array_api_util import array_api_compat, xpx
 import device_test_util as dtu
-
-try:
-  import array_api_compat
-  import array_api_extra as xpx
-except ImportError:  # pragma: no cover - the pinned requirements install them
-  array_api_compat = xpx = None
 
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)

@@ -40,13 +40,8 @@
 
 import fnmatch
 import functools
-import os
 import unittest
 import warnings
-
-# As conftest.py does, for a run of this file alone (SciPy reads it when it
-# is first imported).
-os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -59,13 +54,7 @@ from jax._src import config
 from jax._src import device_tracing
 from jax._src import test_util as jtu
 
-try:
-  import array_api_compat
-  import array_api_extra as xpx
-  import scipy.fft
-  import scipy.special
-except ImportError:  # pragma: no cover - the pinned requirements install them
-  array_api_compat = xpx = None
+from array_api_util import array_api_compat, scipy, xpx
 
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
