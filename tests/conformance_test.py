@@ -3,7 +3,7 @@
 # About 60 public functions spread over jax.numpy (with .linalg, .fft),
 # jax.lax (with .linalg), jax.nn, jax.scipy (special, linalg, signal, stats)
 # and jax.random run, with the committed arguments of
-# tests/conformance/table.py, in every placement mode (inputs committed to
+# tests/conformance/table.json, in every placement mode (inputs committed to
 # cpu:3; uncommitted under default_device(cpu:5); mixed; device=; an unused
 # committed jit argument), eagerly and under jit. The fork runs in this
 # process; upstream runs the same cases in .venv-upstream, in a subprocess.

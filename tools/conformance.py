@@ -3,7 +3,7 @@
   .venv/bin/python tools/conformance.py [--subset fast] [--only REGEX]
       [--out docs/conformance.md]
 
-Runs every case of tests/conformance/table.py (every public function of
+Runs every case of tests/conformance/table.json (every public function of
 jax.numpy, jax.numpy.linalg/.fft, jax.lax, jax.lax.linalg, jax.nn,
 jax.scipy.special/.linalg/.signal/.stats and jax.random, with arguments
 probed once with upstream jax and committed) in three placement modes,
@@ -119,7 +119,7 @@ def report(result, cases, fork_meta, up_meta, crashes, counts, args,
       "Every public function of `jax.numpy` (with `.linalg`, `.fft`), "
       "`jax.lax` (with `.linalg`), `jax.nn`, `jax.scipy` (`special`, "
       "`linalg`, `signal`, `stats`) and `jax.random` is called with the "
-      "arguments of `tests/conformance/table.py` (probed once with upstream "
+      "arguments of `tests/conformance/table.json` (probed once with upstream "
       "by `tests/conformance/probe.py` and committed, so the fork never picks "
       "its own arguments), in each mode below, eagerly and under jit (array "
       "inputs are jit arguments, everything else is closed over), in the "
@@ -169,8 +169,9 @@ def report(result, cases, fork_meta, up_meta, crashes, counts, args,
       L.append(f"| `{q}` | {m} | {h} | {k} | {_md(d)} |")
     L.append("")
   L.append("## EXPECTED departures\n")
-  L.append("Listed in `EXPECTED` in `tests/conformance/compare.py`, each with "
-           "its reason. Where upstream's own placement departs from the "
+  L.append("Listed in `tests/conformance/expected.toml` (read into "
+           "`EXPECTED` in `tests/conformance/compare.py`), each with its "
+           "reason. Where upstream's own placement departs from the "
            "fork's rule the difference is in devices only, never in values "
            "(values are still compared bitwise).\n")
   for reason, items in expected.items():

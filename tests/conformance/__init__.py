@@ -11,10 +11,11 @@ Modules:
 - `spec`: the value bank, the argument recipes that `probe` tries, the
   hand-written cases and the functions left out (each with its reason);
 - `probe`: run with UPSTREAM jax, picks each function's arguments and writes
-  `table.py` (committed, so the fork is checked against a fixed table);
-- `table`: the generated case table;
+  `table.json` (committed, so the fork is checked against a fixed table);
+- `table`: reads the generated case table, `table.json`;
 - `runner`: runs the table's cases in one environment and pickles results;
-- `compare`: the placement rule, the EXPECTED departures and the comparison.
+- `compare`: the placement rule, the EXPECTED departures (read from
+  `expected.toml`) and the comparison.
 
 The command is `tools/conformance.py`; `tests/conformance_test.py` runs a
 fast subset inside the test suite.

@@ -18,7 +18,9 @@ Where upstream's placement departs from the rule it is recorded for the
 report.
 """
 
+import os
 import re
+import tomllib
 
 import numpy as np
 
@@ -42,49 +44,29 @@ MODE_DOC = {
          "cpu:3",
 }
 
+
+def _read_expected(path):
+  """The departures of an expected.toml file, in order.
+
+  Args:
+    path: the TOML file, with a `[[departure]]` table a departure.
+
+  Returns:
+    A list of (qualname regex, mode regex, how regex, kind regex, reason).
+  """
+  with open(path, "rb") as f:
+    departures = tomllib.load(f)["departure"]
+  return [(d["qualname"], d["mode"], d["how"], d["kind"], d["reason"])
+          for d in departures]
+
+
 # Known, deliberate departures: (qualname regex, mode regex, how regex, kind
-# regex, reason). kind is one of the difference kinds below, or
-# "upstream-placement" for where upstream's own placement departs from the
-# fork's rule (reported, never a failure: listed so each has its reason).
-EXPECTED = [
-    # Differences between the fork and upstream.
-    (r"lax\.rng_uniform", r".*", r".*", r"value",
-     "Nondeterministic on CPU: XLA's stateful RngUniform gives different "
-     "values from run to run, in upstream alone as well (checked: two "
-     "upstream processes disagree)."),
-    (r"jnp\.empty_like", r"D", r"jit", r"fork-succeeds",
-     "Upstream's empty_like(x, device=d) crashes under jit; the fork honours "
-     "device= there as eagerly (tests/placement_test.py)."),
-    (r"jnp\.(imag|iscomplex|isreal)", r"C", r"eager", r"eager-rule",
-     "These jnp functions are jits whose result, for a real input, does not "
-     "read the input's data. The placement rule's first departure applies: "
-     "a committed argument places a jitted computation even when unused, so "
-     "the result is on the input's device, committed, eagerly as under jit. "
-     "Upstream prunes the argument and runs on the default device."),
-    # Where upstream's own placement departs from the fork's rule (devices
-    # only: values are still compared bitwise).
-    (r".*", r"J", r"jit", r"upstream-placement",
-     "Deliberate departure: under jit an unused argument committed to cpu:3 "
-     "places the computation (and so created arrays) on cpu:3; upstream "
-     "prunes the argument and runs on the default device. Eager mode has no "
-     "analogue."),
-    (r".*", r"D", r"jit", r"upstream-placement",
-     "Upstream drops device= under jit (jax-ml/jax#26000); the fork honours "
-     "it as eager mode does."),
-    (r".*", r"[CMU]", r"jit", r"upstream-placement",
-     "Upstream under jit puts outputs that do not depend on a committed "
-     "input's data (made from its shape: zeros_like, *_indices_from, "
-     "histogram edges, imag of a real array, full_like's fill) on the "
-     "default device, uncommitted: the committed argument is pruned and does "
-     "not decide. The fork runs them where the committed input is."),
-    (r".*", r".*", r"eager", r"upstream-placement",
-     "For information: upstream's eager mode puts these outputs elsewhere "
-     "than the jit rule says. Outputs made from an input's shape alone "
-     "(index arrays, histogram edges, frequencies) are uncommitted on the "
-     "default device, since eagerly no computation places them; from_dlpack "
-     "imports onto device 0. Eager JAX is the oracle: the fork's eager mode "
-     "places them the same way (checked), and under jit the rule applies."),
-]
+# regex, reason), read from expected.toml (which says what each field means).
+# kind is one of DIFF_KINDS, or "upstream-placement" for where upstream's own
+# placement departs from the fork's rule (reported, never a failure: listed so
+# each has its reason).
+EXPECTED = _read_expected(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected.toml"))
 
 DIFF_KINDS = {
     "missing": "no record (the runner crashed or stopped)",

@@ -120,7 +120,8 @@ def helper(name):
 
 # Argument recipes that probe.py tries, in order, for a function without a
 # hand-written case; the first that upstream accepts (eagerly and under jit,
-# else eagerly) is recorded in table.py. Recipes with array inputs come first.
+# else eagerly) is recorded in table.json. Recipes with array inputs come
+# first.
 GENERIC = [
     ("@f34",), ("@f34", "@g34"), ("@f34", "@g34", "@h34"),
     ("@f4",), ("@f4", "@g4"), ("@f4", "@g4", "@h4"),
