@@ -1,5 +1,6 @@
 """Tests of the fork's build: hash check, patch series, round trip, wheel."""
 
+import ast
 import hashlib
 import os
 import shutil
@@ -35,6 +36,16 @@ def _clean_env():
 
 def _sha256(path):
   return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _methods(classes, name):
+  """The methods of a test class, with those of its bases in the file."""
+  cls = classes[name]
+  methods = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
+  for base in cls.bases:
+    if isinstance(base, ast.Name) and base.id in classes:
+      methods |= _methods(classes, base.id)
+  return methods
 
 
 class BuildTest(absltest.TestCase):
@@ -111,6 +122,24 @@ class BuildTest(absltest.TestCase):
       # fork-only patch that follows step 1.
       self.assertIn("name='jax_device_tracing',\n    default=True,", config)
       self.assertNotIn("jax_device_tracing_cross_device", config)
+
+  def test_every_patch_names_tests_that_exist(self):
+    # Each patch carries its tests by name (`Tests:` lines in its message):
+    # test files, classes and methods that a rename would leave dangling.
+    for patch in forklib.patch_series(REPO / "patches"):
+      message = patch.read_text().split("\n---\n", 1)[0]
+      named = [l.split(":", 1)[1].strip() for l in message.splitlines()
+               if l.startswith("Tests: ")]
+      self.assertNotEmpty(named, f"{patch.name} names no test")
+      for node in named:
+        path, *names = node.split("::")
+        tree = ast.parse((REPO / path).read_text())
+        classes = {c.name: c for c in tree.body
+                   if isinstance(c, ast.ClassDef)}
+        self.assertIn(names[0], classes, f"{patch.name}: {node}")
+        if len(names) > 1:
+          self.assertIn(names[1], _methods(classes, names[0]),
+                        f"{patch.name}: {node}")
 
   def test_a_series_out_of_step_order_is_refused(self):
     patches = self.tmp / "patches"

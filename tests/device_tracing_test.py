@@ -301,6 +301,23 @@ class ShardMapTest(dtu.InputsTestCase):
     self.assertEqual(seen, [(None, None)])
     self.assertAllClose(out, np.array([28.0]))
 
+  def test_body_over_a_one_device_mesh_has_no_committed_device(self):
+    # A mesh of one device, cpu:3, and an operand committed there: the body
+    # is still per device, so its values are not committed to cpu:3 (their
+    # `.device` is where the body runs), and the result is assembled on the
+    # mesh, where eager mode puts it.
+    mesh = jax.sharding.Mesh(np.array([self.d3]), ("i",))
+    seen = []
+    def body(b):
+      seen.append((jax.typeof(b).device, getattr(b, "device", None)))
+      return b * 2
+    f = jax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    out = jax.jit(f)(self.x3)
+    self.assertEqual(seen, [(None, self.d3)])
+    self.assertEqual(out.devices(), {self.d3})
+    self.assertAllClose(out, np.arange(3.0) * 2)
+    self.assertAllClose(out, f(self.x3))
+
   def test_multi_device_computation_keeps_upstream_semantics(self):
     mesh = jax.make_mesh((8,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
     x = jax.device_put(jnp.arange(8.0), NamedSharding(mesh, P("i")))
