@@ -7,6 +7,7 @@
 import inspect
 import types
 import unittest
+import warnings
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -166,6 +167,25 @@ class CreationTest(dtu.InputsTestCase):
 
 
 class ComputationDeviceTest(dtu.InputsTestCase):
+
+  def test_out_shardings_of_one_device_decide_the_device_read(self):
+    seen = []
+    f = jax.jit(lambda x: seen.append(x.device) or x * 2,
+                out_shardings=SingleDeviceSharding(_dev(6)))
+    out = f(self.u)
+    self.assertEqual(seen, [_dev(6)])
+    self.assertOn(out, _dev(6), True)
+    self.assertAllClose(out, self.u * 2)
+
+  def test_jit_device_argument_decides_the_device_read(self):
+    seen = []
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore", DeprecationWarning)  # jit's device=
+      f = jax.jit(lambda x: seen.append(x.device) or x * 2, device=_dev(5))
+      out = f(self.u)
+    self.assertEqual(seen, [_dev(5)])
+    self.assertOn(out, _dev(5), True)
+    self.assertAllClose(out, self.u * 2)
 
   def test_unused_committed_argument_decides(self):
     out = jax.jit(lambda x: jnp.zeros(0))(self.x3)
