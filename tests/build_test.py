@@ -122,6 +122,9 @@ class BuildTest(absltest.TestCase):
       # fork-only patch that follows step 1.
       self.assertIn("name='jax_device_tracing',\n    default=True,", config)
       self.assertNotIn("jax_device_tracing_cross_device", config)
+      self.assertNotIn("jax/_src/device_stages.py", z.namelist())
+      for rel in forklib.module_files(REPO):
+        self.assertEqual(z.read(rel.as_posix()), (REPO / rel).read_bytes())
 
   def test_every_patch_names_tests_that_exist(self):
     # Each patch carries its tests by name (`Tests:` lines in its message):
@@ -183,25 +186,34 @@ class BuildTest(absltest.TestCase):
     for rel in forklib.module_files(REPO):
       self.assertEqual((REPO / rel).read_bytes(), (out / rel).read_bytes(), rel)
 
-  def test_export_puts_a_commit_s_module_changes_in_jax_and_the_rest_in_a_patch(self):
+  def test_export_keeps_a_patch_s_module_changes_in_the_patch(self):
+    # A patch may add or change a module (a later step's code); the repo's
+    # jax/ holds the modules as the modules commit has them.
     tree = self.tmp / "tree"
     pq.checkout(tree, REPO / "patches", REPO)
     (tree / "jax" / "_src" / "pq_test_module.py").write_text("X = 1\n")
+    tracing = tree / "jax" / "_src" / "device_tracing.py"
+    tracing.write_text(tracing.read_text() + "# touched by a test\n")
     version = tree / "jax" / "version.py"
     version.write_text(version.read_text() + "# touched by a test\n")
     forklib.git("add", "-A", cwd=tree)
     forklib.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                "-m", "test: a change with a module and an upstream file",
-                cwd=tree)
+                "-m", "test: a change with modules and an upstream file",
+                "-m", "Series-Step: 2", cwd=tree)
     out = self.tmp / "out"
     pq.export(tree, out / "patches", out)
     new = forklib.patch_series(out / "patches")[-1]
-    self.assertIn("test-a-change-with-a-module", new.name)
+    self.assertIn("test-a-change-with-modules", new.name)
     text = new.read_text()
     self.assertIn("+# touched by a test", text)
-    self.assertNotIn("pq_test_module", text)
-    self.assertEqual((out / "jax" / "_src" / "pq_test_module.py").read_text(),
-                     "X = 1\n")
+    self.assertIn("b/jax/_src/pq_test_module.py", text)
+    self.assertIn("b/jax/_src/device_tracing.py", text)
+    self.assertFalse((out / "jax" / "_src" / "pq_test_module.py").exists())
+    self.assertEqual((out / "jax" / "_src" / "device_tracing.py").read_bytes(),
+                     (REPO / "jax" / "_src" / "device_tracing.py").read_bytes())
+    # And the series with it builds.
+    r = _build("--patches", out / "patches", "--out", self.tmp / "dist")
+    self.assertEqual(r.returncode, 0, r.stderr)
 
   def test_the_wheel_is_reproducible_and_stamped(self):
     a, b = self.tmp / "a", self.tmp / "b"
@@ -227,8 +239,11 @@ class BuildTest(absltest.TestCase):
                          f"Requires-Dist: jaxlib=={PINS.jaxlib_version}", line)
       self.assertIn(f"_release_version: str = {version!r}",
                     z.read("jax/version.py").decode())
+      # The repo's modules, as patches may have changed them for a later
+      # step, and the module that step 2 adds.
       for rel in forklib.module_files(REPO):
-        self.assertEqual(z.read(rel.as_posix()), (REPO / rel).read_bytes())
+        self.assertIn(rel.as_posix(), z.namelist())
+      self.assertIn("jax/_src/device_stages.py", z.namelist())
       record = z.read(f"jax-{version}.dist-info/RECORD").decode()
       self.assertEqual(len(record.splitlines()), len(z.namelist()))
 

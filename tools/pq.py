@@ -12,14 +12,17 @@
 
 Edit files and commit. To fold a change into an earlier patch, commit it as
 `fixup! <that patch's subject>` (`git commit --fixup <commit>`); changes to
-the fork's modules go into `fixup! modules: ...`, so that no patch commit
-touches a module; then `git rebase -i --autosquash upstream`.  Try the tree
+the modules as every cut of the series has them go into `fixup! modules:
+...`; then `git rebase -i --autosquash upstream`.  A patch may also add a
+module or change one, as a later step of the series needs it (step 2's
+device_stages.py is added by the patch that first uses it).  Try the tree
 without building a wheel: `PYTHONPATH=DIR .venv/bin/python -m pytest tests`.
 
-`export` turns every commit after `modules` into one patch of its changes to
-upstream files (git format-patch style: subject, message, diffstat, diff) and
-copies the fork's modules, as they are at HEAD, back to the repo's jax/.
-Checkout followed by export with no edits reproduces the series byte for byte.
+`export` turns every commit after `modules` into one patch of its changes
+(git format-patch style: subject, message, diffstat, diff) and copies the
+fork's modules, as they are in the `modules` commit, back to the repo's
+jax/.  Checkout followed by export with no edits reproduces the series byte
+for byte.
 """
 
 from __future__ import annotations
@@ -112,16 +115,13 @@ def export(tree: Path, patch_dir: Path, modules_root: Path) -> int:
     raise BuildError(f"{tree} has uncommitted changes; commit them first")
   upstream_files = set(_lines(git("ls-tree", "-r", "--name-only", "upstream",
                                   cwd=tree)))
-  ever = set(_lines(git("log", "--name-only", "--format=", "upstream..HEAD",
-                        cwd=tree)))
-  ours = sorted(ever - upstream_files)
-  head_files = set(_lines(git("ls-tree", "-r", "--name-only", "HEAD",
+  base_files = set(_lines(git("ls-tree", "-r", "--name-only", modules,
                               cwd=tree)))
-  exclude = [f":(exclude){f}" for f in ours]
+  ours = sorted(base_files - upstream_files)
 
   with tempfile.TemporaryDirectory() as tmp:
     git("format-patch", *_FORMAT_PATCH_OPTS, "-o", tmp, f"{modules}..HEAD",
-        "--", ".", *exclude, cwd=tree)
+        cwd=tree)
     new = sorted(Path(tmp).glob("*.patch"))
     patch_dir.mkdir(parents=True, exist_ok=True)
     for old in forklib.patch_series(patch_dir):
@@ -129,18 +129,17 @@ def export(tree: Path, patch_dir: Path, modules_root: Path) -> int:
     for p in new:
       shutil.copyfile(p, patch_dir / p.name)
 
-  # Modules as they are at HEAD; ones deleted since are deleted here too.
+  # Modules as they are in the modules commit: what every cut starts from.
   for rel in forklib.module_files(modules_root):
-    if rel.as_posix() not in head_files:
+    if rel.as_posix() not in base_files:
       (modules_root / rel).unlink()
   for rel in ours:
-    if rel in head_files:
-      data = git("show", f"HEAD:{rel}", cwd=tree).stdout
-      target = modules_root / rel
-      target.parent.mkdir(parents=True, exist_ok=True)
-      target.write_text(data)
+    data = git("show", f"{modules}:{rel}", cwd=tree).stdout
+    target = modules_root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(data)
   print(f"exported {len(new)} patches to {patch_dir} and "
-        f"{sum(f in head_files for f in ours)} modules to {modules_root}/jax")
+        f"{len(ours)} modules to {modules_root}/jax")
   return 0
 
 

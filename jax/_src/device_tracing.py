@@ -28,14 +28,14 @@ functions given ``device=``), so :func:`jaxpr_devices` can recover the devices o
 a computation from the jaxpr alone, before dead-code elimination. Lowering uses
 it to place the computation (``pxla.lower_sharding_computation``).
 
-With ``jax_device_tracing_cross_device`` on (the default), a computation may
-hold values committed to several devices, as eager JAX does: values still
-meet only on one device (the join), and a ``device_put`` to another device
-moves a value. Such a computation runs as per-device stages
-(``jax._src.device_stages``). Its *home device*, where its uncommitted
-values go and which ``x.device`` of one returns, is a function of its
-committed sources alone (:meth:`Placement.final_home`; docs/design.md, "The
-placement rule").
+The home device, where a computation's uncommitted values go and which
+``x.device`` of one returns, is a function of its committed sources alone
+(:meth:`Placement.final_home`; docs/design.md, "The placement rule"). With
+the second step of the series, ``jax_device_tracing_cross_device``, a
+computation may also hold values committed to several devices, as eager JAX
+does: values still meet only on one device (the join), a ``device_put`` to
+another device moves a value, and the computation runs as per-device stages
+(``jax._src.device_stages``).
 """
 
 from __future__ import annotations
@@ -146,12 +146,10 @@ class DeviceConflictError(ValueError):
 def cross_device_enabled() -> bool:
   """Whether one computation may hold values on several devices.
 
-  That is the series' second step, which defines the
-  `jax_device_tracing_cross_device` flag; a build of the first step alone
-  has no such flag, and every computation is on one device.
+  Not in the first step of the series: every computation is on one device.
+  The second step (`jax_device_tracing_cross_device`) lets it hold several.
   """
-  flag = getattr(config, 'device_tracing_cross_device', None)
-  return flag is not None and flag.value
+  return False
 
 
 # Call primitives whose callee may itself span several devices, with the
