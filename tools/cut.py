@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds the series cut after a step and runs the tests with it.
 
-  .venv/bin/python tools/cut.py STEP [pytest args]   # STEP: fork, 1 or 2
+  .venv/bin/python tools/cut.py STEP [pytest args]   # STEP: 1 or 2
 
 The series is ordered by step (each patch's `Series-Step:` header): fork-only
 patches, then step 1 (the device in avals, `x.device`, the join, placement
@@ -33,7 +33,10 @@ _NOT_FOR_CUTS = ("tests/build_test.py", "tests/doc_snippets_test.py",
 
 def main(argv=None) -> int:
   argv = sys.argv[1:] if argv is None else argv
-  if not argv or argv[0] not in forklib.STEPS:
+  # The cut after the fork-only patches is upstream jax with the fork's
+  # version label: build it with `tools/build.py --step fork`; its tests are
+  # upstream's (tools/upstream_tests.py).
+  if not argv or argv[0] not in forklib.STEPS[1:]:
     print(__doc__.strip().splitlines()[2], file=sys.stderr)
     return 2
   step, pytest_args = argv[0], argv[1:]
