@@ -13,11 +13,11 @@ A quick smoke of some rows, e.g.:
   .venv/bin/python benchmarks/run.py --only "array API" --rounds 1 \
       --repeats 1 --no-instructions
 
-A full run takes about half an hour on 2 idle cores. About 14 minutes of
-that are the "first call on 8 devices (200-layer MLP grad)" row: 8 compiles
-of a large program per environment, once under callgrind (where it is
-about 60 times slower) and once per round; --skip "200-layer MLP grad)"
-leaves it out.
+A full run takes about 15 minutes on 2 idle cores, most of it the
+callgrind pass, and most of that the "first call on 8 devices (200-layer
+MLP grad)" row: 8 compiles of a large program per environment, under
+callgrind about 60 times slower; --skip "200-layer MLP grad)" leaves it
+out.
 
 Two measurements, both side by side in one run:
 
