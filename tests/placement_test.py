@@ -294,8 +294,8 @@ class ConflictTest(dtu.InputsTestCase):
                                    lambda v: v, x))
     if cross_device and not dtu.CROSS_DEVICE:
       self.skipTest("needs the series' second step")
-    with (config.device_tracing_cross_device(cross_device)
-          if dtu.CROSS_DEVICE else dtu.one_device_per_computation()):
+    with (config.device_tracing_cross_device(True) if cross_device
+          else dtu.one_device_per_computation()):
       with self.assertDeviceConflict(r"device ids \[2\]",
                                      r"device ids \[3\]"):
         f(self.x3)

@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -53,8 +52,7 @@ def main(argv=None) -> int:
     return r.returncode
   wheel, = (out / "dist").glob("jax-*.whl")
   site = out / "site"
-  with zipfile.ZipFile(wheel) as z:
-    z.extractall(site)
+  forklib.unpack_upstream(wheel, site)  # a wheel is a zip: unpacked as is
   env = dict(os.environ, PYTHONPATH=os.pathsep.join(
       p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
   check = subprocess.run(
