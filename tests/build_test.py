@@ -126,13 +126,34 @@ class BuildTest(absltest.TestCase):
       for rel in forklib.module_files(REPO):
         self.assertEqual(z.read(rel.as_posix()), (REPO / rel).read_bytes())
 
+  def test_the_independent_fixes_stand_on_upstream_alone(self):
+    # The cut after `fix` is upstream jax, the fork-only patches and the
+    # independent fixes: no module of the fork, nothing of step 1.
+    out = self.tmp / "cut-fix"
+    r = _build("--step", "fix", "--out", out)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    series = forklib.patch_series(REPO / "patches")
+    cut = forklib.series_cut(series, "fix")
+    fixes = [p for p in cut if forklib.patch_step(p) == "fix"]
+    self.assertLen(fixes, 5)
+    for p in fixes:
+      diff = p.read_text().split("\ndiff --git ", 1)[1]
+      self.assertNotIn("device_tracing", diff, p.name)
+      self.assertTrue(all(t.startswith("tests/fixes_test.py::")
+                          for t in forklib.patch_tests(p)), p.name)
+    self.assertEqual(forklib.patch_step(series[len(cut)]), "1")
+    (wheel,) = out.glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+      names = z.namelist()
+      self.assertNotIn("jax/_src/device_tracing.py", names)
+      self.assertNotIn("jax_device_tracing",
+                       z.read("jax/_src/config.py").decode())
+
   def test_every_patch_names_tests_that_exist(self):
     # Each patch carries its tests by name (`Tests:` lines in its message):
     # test files, classes and methods that a rename would leave dangling.
     for patch in forklib.patch_series(REPO / "patches"):
-      message = patch.read_text().split("\n---\n", 1)[0]
-      named = [l.split(":", 1)[1].strip() for l in message.splitlines()
-               if l.startswith("Tests: ")]
+      named = forklib.patch_tests(patch)
       self.assertNotEmpty(named, f"{patch.name} names no test")
       for node in named:
         path, *names = node.split("::")

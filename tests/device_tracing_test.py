@@ -455,28 +455,31 @@ class StaleObservationTest(dtu.InputsTestCase):
 class SwitchTest(dtu.InputsTestCase):
 
   @jtu.thread_unsafe_test()  # changes config
-  def test_off_is_upstream(self):
+  def test_off_is_upstream_with_the_independent_fixes(self):
     with config.device_tracing(False):
       self.assertIsNone(jax.typeof(self.x3).device)
       with self.assertRaisesRegex(AttributeError, "'device' attribute is not "
                                   "available"):
         jax.jit(lambda x: x.device)(self.x3)
       self.assertFalse(jax.jit(lambda x: hasattr(x, "device") and 1)(self.x3))
-      # The upstream misplacements (docs/jep/26000-device-tracing.md, Motivation):
-      self.assertOn(jax.jit(lambda x: jnp.zeros(0))(self.x3), self.d0, False)
+      # An upstream misplacement (docs/jep/26000-device-tracing.md,
+      # Motivation): device= under jit is dropped.
       self.assertOn(jax.jit(lambda x: jnp.zeros(3, device=self.d2))(self.u),
                     self.d0, False)
+      # The independent fixes are not behind the switch: an unused committed
+      # argument places the computation (upstream: cpu:0, uncommitted).
+      self.assertOn(jax.jit(lambda x: jnp.zeros(0))(self.x3), self.d3, True)
       jaxpr = jax.make_jaxpr(lambda x: jax.device_put(x, self.d2))(self.u)
       self.assertIsNone(jaxpr.out_avals[0].device)
 
   @jtu.thread_unsafe_test()  # changes config
   def test_switch_is_part_of_the_jit_key(self):
     traces = []
-    f = jax.jit(lambda x: traces.append(1) or jnp.zeros(0))
-    self.assertOn(f(self.x3), self.d3, True)
+    f = jax.jit(lambda x: traces.append(1) or jnp.zeros(3, device=self.d2))
+    self.assertOn(f(self.u), self.d2, True)
     with config.device_tracing(False):
-      self.assertOn(f(self.x3), self.d0, False)
-    self.assertOn(f(self.x3), self.d3, True)
+      self.assertOn(f(self.u), self.d0, False)
+    self.assertOn(f(self.u), self.d2, True)
     self.assertLen(traces, 2)
 
 

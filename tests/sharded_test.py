@@ -3,7 +3,7 @@
 # Array-API code writes `xp.zeros(n, device=x.device)`. For x sharded over a
 # mesh, `x.device` is its NamedSharding, and `device=` of a creation function
 # fits that sharding to the new shape (`device_tracing.fit_sharding`; issue
-# 15, patch 0029). Each test runs one pattern (a function of x) eagerly, in
+# 15, patch 0031). Each test runs one pattern (a function of x) eagerly, in
 # the fork, as the oracle, and again under a transformation:
 #
 #   jit             jax.jit(f)(x)                  against f(x)
@@ -290,7 +290,7 @@ def _cases():
 
 
 # --------------------------------------------------------------------------
-# Known failures in the fork (2026-12, patch 0029): globs over the test-case
+# Known failures in the fork (2026-12, patch 0031): globs over the test-case
 # names (the part after `test_agrees_`), each with its reason. They run as
 # expected failures: a fix shows up as an unexpected success, which fails.
 
@@ -310,12 +310,6 @@ _REASONS = {
         "like x eagerly, but jit (and jit(vmap)) returns it uncommitted on "
         "one device (SingleDeviceSharding cpu:0); under jax.set_mesh it "
         "agrees"),
-    "like_assignment": (
-        "no context mesh (upstream too): jit(empty_like), jit(vmap(empty_"
-        "like)) and jit(grad(sum(zeros_like(x) * x))) raise ValueError "
-        "'Length of device assignment 1 is not equal to the size of the mesh "
-        "8 of aval f32[16@x]... Please enter your jit into a mesh context via "
-        "jax.set_mesh'; under jax.set_mesh they work"),
     "empty_like_device_vmap": (
         "fork regression: eager vmap(lambda x: empty_like(x, "
         "device=x.device)) returns the batch replicated, spec P(None, None), "
@@ -355,11 +349,6 @@ KNOWN_FAILURES = {
         _names(["zeros_like", "ones_like", "full_like"], SHARDED, ["jit"]) +
         _names(["zeros_like"], ["mesh1d_x", "mesh2d_xy"], ["vmap"]),
         "like_jit"),
-    **dict.fromkeys(
-        _names(["empty_like"], SHARDED, ["jit"]) +
-        _names(["empty_like"], ["mesh1d_x", "mesh2d_xy"], ["vmap"]) +
-        _names(["zeros_like"], ["mesh1d_x", "mesh2d_xy"], ["grad"]),
-        "like_assignment"),
     **dict.fromkeys(
         _names(["empty_like_device"], ["mesh1d_x"], ["vmap", "vmap_setmesh"])
         + _names(["empty_like_device"], ["mesh2d_xy"], ["vmap"]),

@@ -2,7 +2,7 @@
 """Builds the fork's wheel: pinned upstream jax + our modules + the series.
 
   python tools/build.py [--upstream-wheel PATH] [--patches DIR] [--out DIR]
-                        [--step fork|1|2]
+                        [--step fork|fix|1|2]
 
 Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
 and check its sha256; unpack it in a scratch folder; add the repo's jax/
@@ -11,7 +11,8 @@ modules; apply patches/*.patch in order; stamp the version
 stops the build with a message naming the step, and leaves dist/ as it was.
 
 --step builds the series cut after that step (tools/cut.py builds and tests
-one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
+one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS. Cuts
+before step 1 (fork, fix) leave out the modules, which only step 1 uses.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
       stage = Path(tmp)
       forklib.unpack_upstream(wheel, stage)
-      modules = forklib.add_modules(stage)
+      modules = (forklib.add_modules(stage)
+                 if forklib.cut_has_modules(args.step or forklib.STEPS[-1])
+                 else [])
       say(f"modules:  {len(modules)} added")
       forklib.apply_series(stage, patches)
       say(f"patches:  {len(patches)} applied")

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """Builds the series cut after a step and runs the tests with it.
 
-  .venv/bin/python tools/cut.py STEP [pytest args]   # STEP: 1 or 2
+  .venv/bin/python tools/cut.py STEP [pytest args]   # STEP: fix, 1 or 2
 
 The series is ordered by step (each patch's `Series-Step:` header): fork-only
-patches, then step 1 (the device in avals, `x.device`, the join, placement
-before DCE, `device=`/`device_put` honoured, with the independent fixes),
-then step 2 (several devices in one jit). A cut is upstream jax, the fork's
-modules and the patches up to and including STEP. This builds its wheel
-(`build/cut-STEP/`, versioned 0.12.0.1+devtrace.N.stepSTEP), unpacks it
-beside the tests, and runs pytest in .venv (./setup.sh makes it) with the
-cut's jax first on the path. The tests that need a later step skip
-themselves (`device_test_util.needs_cross_device`); the build's own tests and
-the doc snippets, which describe the whole series, are left out.
+patches, then the independent fixes (step `fix`: against upstream jax, they
+need nothing else from the series), then step 1 (the device in avals,
+`x.device`, the join, placement before DCE, `device=`/`device_put`
+honoured), then step 2 (several devices in one jit). A cut is upstream jax
+and the patches up to and including STEP, with the fork's modules from step
+1 on. This builds its wheel (`build/cut-STEP/`, versioned
+0.12.0.1+devtrace.N.stepSTEP), unpacks it beside the tests, and runs pytest
+in .venv (./setup.sh makes it) with the cut's jax first on the path.
+
+Without test paths, the cut after `fix` runs the tests its patches name
+(their `Tests:` lines); the others run tests/, where the tests that need a
+later step skip themselves (`device_test_util.needs_cross_device`). The
+build's own tests and the doc snippets, which describe the whole series,
+are left out.
 """
 
 from __future__ import annotations
@@ -28,6 +33,21 @@ import forklib  # noqa: E402
 
 _NOT_FOR_CUTS = ("tests/build_test.py", "tests/doc_snippets_test.py",
                  "tests/upstream_tests_tool_test.py")
+
+
+def _default_tests(step: str) -> list[str]:
+  """What a cut runs when no test is named.
+
+  Before step 1 the tests under tests/ mostly exercise what the fixes alone do
+  not give, so those cuts run the tests that the patches of that step name
+  (the fork-only patches' tests exercise the whole series).
+  """
+  if forklib.cut_has_modules(step):
+    return ["tests"]
+  cut = forklib.series_cut(forklib.patch_series(forklib.REPO / "patches"),
+                           step)
+  return sorted({t for p in cut if forklib.patch_step(p) == step
+                 for t in forklib.patch_tests(p)})
 
 
 def main(argv=None) -> int:
@@ -61,7 +81,7 @@ def main(argv=None) -> int:
   print(f"cut after step {step}: jax {check}", flush=True)
   if not any(Path(repo, a.split("::")[0]).exists() for a in pytest_args
              if not a.startswith("-")):
-    pytest_args = [*pytest_args, "tests"]
+    pytest_args = [*pytest_args, *_default_tests(step)]
   pytest_args += [f"--ignore={t}" for t in _NOT_FOR_CUTS]
   rc = subprocess.run([str(python), "-m", "pytest", "-p",
                        "no:cacheprovider", *pytest_args],

@@ -153,12 +153,28 @@ def patch_series(patch_dir: Path) -> list[Path]:
 
 
 # The steps of the series, in order; every patch names its own in a
-# `Series-Step:` header. "fix" patches are independent fixes that go with
-# step 1; a "fork" patch (fork-only: the version label, the fork's defaults)
-# goes with the step before it. A cut after a step holds every patch up to
-# and including it.
-STEPS = ("fork", "1", "2")
-_STEP_OF = {"fork": "fork", "1": "1", "fix": "1", "2": "2"}
+# `Series-Step:` header. "fix" patches are independent fixes against upstream
+# jax, which need nothing else from the series; step 1 is the device in avals
+# and placement; step 2, several devices in one jit. A "fork" patch
+# (fork-only: the version label, the fork's defaults) goes with the step
+# before it. A cut after a step holds every patch up to and including it.
+STEPS = ("fork", "fix", "1", "2")
+_STEP_OF = {"fork": "fork", "fix": "fix", "1": "1", "2": "2"}
+# The first step that uses the fork's modules (the repo's jax/ folder): cuts
+# before it are upstream jax and patches alone.
+MODULES_STEP = "1"
+
+
+def cut_has_modules(step: str) -> bool:
+  """Whether the series cut after `step` holds the fork's modules."""
+  return STEPS.index(step) >= STEPS.index(MODULES_STEP)
+
+
+def patch_tests(patch: Path) -> list[str]:
+  """The tests a patch names in its `Tests:` lines (pytest node ids)."""
+  message = patch.read_text().split("\n---\n", 1)[0]
+  return [l.split(":", 1)[1].strip() for l in message.splitlines()
+          if l.startswith("Tests: ")]
 
 
 def patch_step(patch: Path) -> str:
