@@ -119,6 +119,9 @@ def creation_cases():
       "jnp.full(16, v, device=d), new v each call": (
           lambda: jnp.full(16, next(values), device=d)),
       "jnp.full(16, nan, device=d)": lambda: jnp.full(16, nan, device=d),
+      "jnp.full(16, np.float32(2.5), device=d)": (
+          lambda: jnp.full(16, np.float32(2.5), device=d)),
+      "jnp.full(16, 1 + 2j, device=d)": lambda: jnp.full(16, 1 + 2j, device=d),
       "jnp.arange(16, device=d)": lambda: jnp.arange(16, device=d),
       "jnp.arange(k, k + 16, device=d), new k each call": (
           lambda: arange_from(next(starts))),

@@ -345,9 +345,10 @@ class GlobalArrayChecks:
 
   # Today (as in upstream JAX 0.12.0.1) jnp.zeros_like of a sharded tracer
   # does not take its sharding (its jaxpr is a broadcast_in_dim to f32[16]):
-  # the jitted function returns a single-device array on each process's first
-  # device (0 and 2048), not the global array sharded P('x') that eager
-  # zeros_like gives.
+  # the jitted function does not return the global array sharded P('x') that
+  # eager zeros_like gives (upstream: a single-device array on each process's
+  # first device, 0 and 2048; the fork, where the unused x places the
+  # computation: replicated over x's devices).
   @unittest.expectedFailure
   @jtu.thread_unsafe_test()  # starts processes
   def test_zeros_like_jit_matches_eager(self):

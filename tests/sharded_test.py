@@ -307,9 +307,10 @@ _REASONS = {
     "like_jit": (
         "no context mesh (upstream too): without device=, zeros_like/"
         "ones_like/full_like(x) of x sharded over Explicit axes is laid out "
-        "like x eagerly, but jit (and jit(vmap)) returns it uncommitted on "
-        "one device (SingleDeviceSharding cpu:0); under jax.set_mesh it "
-        "agrees"),
+        "like x eagerly, but jit (and jit(vmap)) does not lay it out like x: "
+        "upstream returns it uncommitted on one device (cpu:0), the fork "
+        "replicated over x's devices (a GSPMDSharding: x, unused, places the "
+        "computation, patch 0005); under jax.set_mesh it agrees"),
     "empty_like_device_vmap": (
         "fork regression: eager vmap(lambda x: empty_like(x, "
         "device=x.device)) returns the batch replicated, spec P(None, None), "
