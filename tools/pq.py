@@ -12,10 +12,11 @@
 
 Edit files and commit. To fold a change into an earlier patch, commit it as
 `fixup! <that patch's subject>` (`git commit --fixup <commit>`); changes to
-the modules as every cut of the series has them go into `fixup! modules:
-...`; then `git rebase -i --autosquash upstream`.  A patch may also add a
-module or change one, as a later step of the series needs it (step 2's
-device_stages.py is added by the patch that first uses it).  Try the tree
+the modules' core, which every cut from step 1 on has, go into `fixup!
+modules: ...`; then `git rebase -i --autosquash upstream`.  Code of a module
+that only a later patch uses enters with that patch, and a patch may add a
+module (step 2's device_stages.py is added by the patch that first uses
+it).  Try the tree
 without building a wheel: `PYTHONPATH=DIR .venv/bin/python -m pytest tests`.
 
 `export` turns every commit after `modules` into one patch of its changes

@@ -30,12 +30,7 @@ it to place the computation (``pxla.lower_sharding_computation``).
 
 The home device, where a computation's uncommitted values go and which
 ``x.device`` of one returns, is a function of its committed sources alone
-(:meth:`Placement.final_home`; docs/design.md, "The placement rule"). With
-the second step of the series, ``jax_device_tracing_cross_device``, a
-computation may also hold values committed to several devices, as eager JAX
-does: values still meet only on one device (the join), a ``device_put`` to
-another device moves a value, and the computation runs as per-device stages
-(``jax._src.device_stages``).
+(:meth:`Placement.final_home`; docs/design.md, "The placement rule").
 """
 
 from __future__ import annotations
@@ -44,14 +39,13 @@ import dataclasses
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 from jax._src import config
 from jax._src import source_info_util
 from jax._src.lib import xla_client as xc
-from jax._src.util import weakref_lru_cache
 
 Device = xc.Device
 
@@ -104,41 +98,6 @@ def is_multi_device(sharding) -> bool:
           sharding.num_devices > 1)
 
 
-def fit_sharding(sharding, shape: Sequence[Any]):
-  """The layout over `sharding`'s devices for a new array of `shape`.
-
-  `device=` of a creation function names *where* the new array lives. A
-  sharding over several devices (for example `x.device` of a sharded array,
-  passed on to make an array of another shape) is used as it is when its
-  spec fits `shape`. Otherwise each dimension keeps its mesh axes when its
-  size divides by their product and is replicated along them when it does
-  not, and the spec's entries beyond the new rank are dropped: the same mesh
-  and memory kind, never an error and never other devices. A scalar is
-  replicated over the mesh. One-device shardings and other classes are
-  returned as they are.
-  """
-  from jax._src.named_sharding import NamedSharding  # pyrefly: ignore[missing-import]
-  if type(sharding) is not NamedSharding or sharding.mesh.size <= 1:
-    return sharding
-  spec = sharding.spec
-  mesh_shape = sharding.mesh.shape
-  parts = []
-  changed = len(spec) > len(shape)
-  for i, size in enumerate(shape):
-    part = spec[i] if i < len(spec) else None
-    if part is not None and part is not spec.UNCONSTRAINED:
-      axes = part if isinstance(part, tuple) else (part,)
-      n = 1
-      for a in axes:
-        n *= mesh_shape[a]
-      if isinstance(size, int) and size % n:
-        part, changed = None, True
-    parts.append(part)
-  if not changed:
-    return sharding
-  return sharding.update(spec=spec.update(partitions=tuple(parts)))
-
-
 class DeviceConflictError(ValueError):
   """Values committed to different devices meet in one computation."""
 
@@ -184,16 +143,6 @@ def callee_home(primitive, params) -> Device | None:
     if callee is not None:
       return jaxpr_home(callee)
   return None
-
-
-# Primitives that move values between devices (device_put): in cross-device
-# mode, the only operations whose results may be committed to another device
-# than their operands.
-transfer_primitives: set[Any] = set()
-
-
-def is_call_spanning_devices(primitive) -> bool:
-  return _registered(calls_spanning_devices, primitive) is not None
 
 
 def spanning_callee(primitive, params):
@@ -295,21 +244,6 @@ def call_source(device: Device, default_what: str,
   return Source(device, what, source_info or source_info_util.current())
 
 
-def introduced_source(device: Device, primitive, params,
-                      source_info) -> Source:
-  """A Source for results an operation commits to a device of its own.
-
-  That is device_put, or a call whose callee committed them: then where the
-  callee did.
-  """
-  from jax._src import core  # pyrefly: ignore[missing-import]
-  for jaxpr in core.jaxprs_in_params(params):
-    for d, src in jaxpr_devices(jaxpr):
-      if d == device and not src.is_argument:
-        return src
-  return call_source(device, f"`{primitive.name}`", source_info)
-
-
 def argument_source(device: Device, debug_info, index: int, aval,
                     call_site) -> Source:
   return Source(device, _argument_what(debug_info, index, aval), call_site,
@@ -401,23 +335,6 @@ def join_devices(devices: Iterable[Device | None]) -> Device | None:
 def join_avals(avals: Iterable[Any]) -> Device | None:
   """The join of the avals' devices; raises JoinConflict on a conflict."""
   return join_devices([getattr(a, "device", None) for a in avals])
-
-
-def join_operands(primitive, avals: Iterable[Any], params) -> Device | None:
-  """The device an operation runs on: the join of its operands' devices.
-
-  Raises JoinConflict when operands are committed to different devices,
-  except for a call whose callee spans several devices (cross-device mode):
-  its values are placed by the callee, and its uncommitted results land on
-  the callee's home device.
-  """
-  try:
-    return join_avals(avals)
-  except JoinConflict:
-    callee = spanning_callee(primitive, params)
-    if callee is not None and cross_device_enabled():
-      return jaxpr_home(callee)
-    raise
 
 
 @lru_cache(maxsize=4096)
@@ -743,15 +660,6 @@ class placement_scope:
       assert popped is p
 
 
-def is_home_device(device: Device) -> bool:
-  """Whether `device` is the home device of the computation being staged.
-
-  Without reading it: the answer does not observe a device.
-  """
-  p = current()
-  return p is not None and p.final_home() == device
-
-
 def tracer_device(tracer) -> Device:
   """`tracer.device`: its committed device, else the computation device."""
   note_read()
@@ -802,23 +710,6 @@ def _sharded_device(tracer, aval):
         "read `jax.typeof(x).sharding`.")
   return NamedSharding(concrete, aval.sharding.spec,
                        memory_kind=core.mem_space_to_kind(aval.memory_space))
-
-
-def stale_error(observed: tuple[Device, str | None], final: Device,
-                placement: Placement) -> DeviceConflictError:
-  d, where = observed
-  src = placement.devices.get(final)
-  how = (f"{src.describe()} decided the computation device: "
-         if src is not None else "the computation device is ")
-  msg = (f"`x.device` of an uncommitted value was read "
-         f"{f'at {where} ' if where else ''}while the computation device "
-         f"was not yet decided, and returned {device_str(d)}; in the end "
-         f"{how}{device_str(final)}. Tracing again with "
-         f"{device_str(final)} as the computation device still read "
-         f"{device_str(d)}. Commit the computation first: pass an argument "
-         f"committed with jax.device_put(x, device), or use `device=` before "
-         "reading `x.device`.")
-  return DeviceConflictError(msg)
 
 
 # --------------------------------------------------------------------------
@@ -925,280 +816,9 @@ def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
         placement.final_home())
 
 
-# --------------------------------------------------------------------------
-# One trace for every device
-#
-# A function called with arguments committed to other devices is traced and
-# lowered once, not once per device, when its trace never observed a device
-# (docs/design.md, "One trace for every device"): the jaxpr traced for the
-# first devices is reused for the others with every committed device
-# renamed (`substitute_devices`), and lowering uses the first jaxpr's module
-# (`lowering_source`). Compiles stay per device, as upstream.
-
-# Jaxprs whose trace observed a device: it read `x.device`, `x.devices()` or
-# `jax.typeof(x)` of a traced value, or reused a trace that did. They are
-# traced again for other devices, as their structure may depend on it.
-observing_jaxprs: weakref.WeakSet = weakref.WeakSet()
-
-
 def note_read():
   """Notes that the computations being staged observed a device."""
   p = current()
   while p is not None and not p.read_device:
     p.read_device = True
     p = p.parent
-
-
-def note_jaxpr_reads(jaxpr):
-  """Notes the reads of a trace reused from a cache inside another trace."""
-  if jaxpr in observing_jaxprs:
-    note_read()
-
-
-def record_reads(jaxpr, placement: Placement | None) -> None:
-  if placement is not None and placement.read_device:
-    observing_jaxprs.add(jaxpr)
-
-
-def device_pattern(avals) -> tuple[Any, tuple[Device, ...]] | None:
-  """The argument types with their committed devices abstracted, and those.
-
-  The key is the avals without devices, which arguments share a device, and
-  each device's platform: calls with the same key differ only by which
-  devices their arguments are committed to. None where an argument type is
-  not an array type (its device could hide inside it).
-  """
-  from jax._src import core  # pyrefly: ignore[missing-import]
-  devices: list[Device] = []
-  slots, bare = [], []
-  for a in avals:
-    if type(a) is not core.ShapedArray:
-      return None
-    d = a.device
-    if d is None:
-      slots.append(-1)
-      bare.append(a)
-    else:
-      if d not in devices:
-        devices.append(d)
-      slots.append(devices.index(d))
-      bare.append(with_device(a, None))
-  key = (tuple(bare), tuple(slots), tuple(d.platform for d in devices))
-  return key, tuple(devices)
-
-
-class _NotShareable(Exception):
-  """The jaxpr may not be the trace of its function on other devices."""
-
-
-# Traces renamed to other devices, with the trace they were made from: their
-# lowering is that trace's lowering (a single-device module names no device).
-_lowering_sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def substitute_devices(jaxpr, old: Sequence[Device], new: Sequence[Device]):
-  """`jaxpr` as traced with arguments on `new` instead of `old`, or None.
-
-  Every value committed to ``old[i]`` is committed to ``new[i]``. That is the
-  trace of the same function on the new devices when its trace observed no
-  device (the caller checks `observing_jaxprs`) and the jaxpr names no device
-  of its own among `old` or `new`: a committed constant, or a `device_put`,
-  `device=`, sharding or jit placement in an equation's parameters, whose
-  device a fresh trace would keep while the arguments' devices change. A
-  jaxpr with callbacks that trace later with the arguments' types (custom_jvp
-  and custom_vjp rules) or with effects on inputs is not renamed either.
-  """
-  if tuple(old) == tuple(new):
-    return jaxpr
-  mapping = tuple(zip(old, new))
-  out = _substituted(jaxpr, mapping)
-  if out is None:
-    return None
-  _lowering_sources[out] = _lowering_sources.get(jaxpr, jaxpr)
-  devices, home = _lookup(jaxpr)
-  renamed = dict(mapping)
-  _cache_jaxpr_devices(out, tuple(
-      JaxprDevice(renamed.get(d, d),
-                  dataclasses.replace(s, device=renamed.get(d, d)))
-      for d, s in devices), renamed.get(home, home))
-  return out
-
-
-def rename_avals(avals, old: Device, new: Device) -> list[Any]:
-  return [with_device(a, new) if getattr(a, "device", None) == old else a
-          for a in avals]
-
-
-def lowering_source(jaxpr):
-  """The jaxpr whose lowering a renamed trace shares (itself if none)."""
-  return _lowering_sources.get(jaxpr, jaxpr)
-
-
-@weakref_lru_cache(trace_context_in_key=False)
-def _substituted(jaxpr, mapping):
-  try:
-    return _Renamer(dict(mapping)).jaxpr(jaxpr)
-  except _NotShareable:
-    return None
-
-
-# How the renamer treats a parameter value, by its type (filled lazily: one
-# dictionary lookup per value instead of a chain of isinstance checks).
-_PLAIN, _JAXPR, _SEQUENCE, _AVAL, _DEVICE, _SHARDING, _MESH, _CLOSURE = range(8)
-_param_kinds: dict[type, int] = {}
-
-
-def _param_kind(t: type) -> int:
-  kind = _param_kinds.get(t)
-  if kind is None:
-    from jax._src import core  # pyrefly: ignore[missing-import]
-    from jax._src import linear_util as lu  # pyrefly: ignore[missing-import]
-    from jax._src.mesh import Mesh  # pyrefly: ignore[missing-import]
-    from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
-    if t is core.Jaxpr:
-      kind = _JAXPR
-    elif t is tuple or t is list:
-      kind = _SEQUENCE
-    elif t is core.ShapedArray:
-      kind = _AVAL
-    elif issubclass(t, Device):
-      kind = _DEVICE
-    elif issubclass(t, Sharding):
-      kind = _SHARDING
-    elif issubclass(t, Mesh):
-      kind = _MESH
-    elif issubclass(t, lu.WrappedFun):
-      kind = _CLOSURE
-    else:
-      kind = _PLAIN
-    _param_kinds[t] = kind
-  return kind
-
-
-class _Renamer:
-  """Renames devices through a jaxpr and the jaxprs nested in it."""
-
-  def __init__(self, mapping: dict[Device, Device]):
-    from jax._src import core  # pyrefly: ignore[missing-import]
-    self.core = core
-    self.mapping = mapping
-    self.forbidden = {*mapping, *mapping.values()}
-    self.memo: dict[int, Any] = {}
-    self.avals: dict[int, Any] = {}  # id(aval) -> renamed (avals are shared)
-
-  def fixed(self, device):
-    # A device the jaxpr names itself: it must not be one being renamed.
-    if device in self.forbidden:
-      raise _NotShareable
-
-  def aval(self, a):
-    new = self.avals.get(id(a))
-    if new is None:
-      new = a
-      if type(a) is self.core.ShapedArray:
-        d = a.device
-        if d is not None and d in self.mapping:
-          new = with_device(a, self.mapping[d])
-      self.avals[id(a)] = new
-      self.memo[id(a)] = (a, None)  # keeps `a` alive: ids stay unique
-    return new
-
-  def jaxpr(self, jaxpr):
-    core = self.core
-    memo = self.memo.get(id(jaxpr))
-    if memo is not None:
-      return memo[1]
-    env: dict[Any, Any] = {}
-    Literal, DropVar, Var = core.Literal, core.DropVar, core.Var
-    JaxprInputEffect = core.effects.JaxprInputEffect
-    aval = self.aval
-
-    def binder(v):
-      a = aval(v.aval)
-      if a is v.aval:
-        return v
-      nv = DropVar(a) if type(v) is DropVar else Var(a)
-      env[v] = nv
-      return nv
-
-    def atom(x):
-      if type(x) is Literal:
-        d = getattr(x.aval, "device", None)
-        if d is not None:
-          self.fixed(d)
-        return x
-      return env.get(x, x)
-
-    num_consts = len(jaxpr.consts)
-    for v in jaxpr.constvars:
-      d = getattr(v.aval, "device", None)
-      if d is not None:
-        self.fixed(d)  # a committed constant stays where it is
-    invars = [binder(v) for v in jaxpr.all_invars]
-    eqns = []
-    for eqn in jaxpr.eqns:
-      for e in eqn.effects:
-        if isinstance(e, JaxprInputEffect):
-          raise _NotShareable
-      params = self.params(eqn.params)
-      changed = params is not eqn.params
-      new_in = []
-      for x in eqn.invars:
-        y = atom(x)
-        changed |= y is not x
-        new_in.append(y)
-      new_out = []
-      for v in eqn.outvars:
-        w = binder(v)
-        changed |= w is not v
-        new_out.append(w)
-      eqns.append(core.JaxprEqn(new_in, new_out, eqn.primitive, params,
-                                eqn.effects, eqn.source_info, eqn.ctx)
-                  if changed else eqn)
-    outvars = [atom(x) for x in jaxpr.outvars]
-    out = core.Jaxpr(invars[:num_consts], invars[num_consts:], outvars, eqns,
-                     jaxpr.effects, jaxpr.debug_info, jaxpr.is_high,
-                     jaxpr.consts)
-    self.memo[id(jaxpr)] = (jaxpr, out)  # keeps jaxpr alive: ids stay unique
-    return out
-
-  def params(self, params):
-    new = None
-    for k, v in params.items():
-      nv = self.param(v)
-      if nv is not v:
-        if new is None:
-          new = dict(params)
-        new[k] = nv
-    return params if new is None else new
-
-  def param(self, v):
-    kind = _param_kinds.get(type(v))
-    if kind is None:
-      kind = _param_kind(type(v))
-    if kind == _PLAIN:
-      return v
-    if kind == _JAXPR:
-      return self.jaxpr(v)
-    if kind == _SEQUENCE:
-      items = [self.param(x) for x in v]
-      for a, b in zip(items, v):
-        if a is not b:
-          return type(v)(items)
-      return v
-    if kind == _AVAL:
-      return self.aval(v)
-    if kind == _DEVICE:
-      self.fixed(v)
-    elif kind == _SHARDING:
-      if v._is_concrete:
-        for d in v._device_assignment:
-          self.fixed(d)
-    elif kind == _MESH:
-      for d in v.devices.flat:
-        self.fixed(d)
-    elif kind == _CLOSURE:
-      # A custom rule traced later with the argument types of the first
-      # trace (custom_jvp, custom_vjp): it would stage the old devices.
-      raise _NotShareable
-    return v
