@@ -18,9 +18,6 @@ A staged computation (one function being traced to a jaxpr) has a
 each came from, and the reads of ``x.device`` of uncommitted values. Its
 *home device* is where its uncommitted values go (the default device when
 nothing committed it); ``tracer.device`` of an uncommitted value returns it.
-A sharding commits a value to a device exactly when its device set is that
-one device (:func:`sharding_device`), and values meet by one join
-(:func:`join_devices`).
 
 Jaxprs record every committed source in the avals of their variables (jit
 arguments, closed-over constants, the outputs of ``device_put`` and of creation
@@ -36,11 +33,9 @@ The home device, where a computation's uncommitted values go and which
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from jax._src import config
@@ -66,38 +61,6 @@ def default_device() -> Device:
   return pxla.get_default_device()
 
 
-def sharding_device(sharding) -> Device | None:
-  """The device a value placed on `sharding` is committed to, or None.
-
-  This is the one mapping from a sharding to a committed device: a concrete
-  sharding whose device set is a single device (a SingleDeviceSharding, a
-  NamedSharding over a one-device mesh, a GSPMDSharding or any other class)
-  commits to that device; a multi-device or abstract sharding, or anything
-  that is not a sharding, to none. Every place where a sharding enters an
-  abstract value (array typeof, device_put, jit in/out shardings,
-  ShapeDtypeStruct, sharding constraints, creation functions) uses it.
-  """
-  if type(sharding) is xc.SingleDeviceSharding:
-    return sharding._device  # the common case, without a cache lookup
-  return _sharding_device(sharding)
-
-
-@lru_cache(maxsize=4096)
-def _sharding_device(sharding) -> Device | None:
-  from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
-  if not isinstance(sharding, Sharding) or not sharding._is_concrete:
-    return None
-  devices = sharding._device_assignment
-  return devices[0] if len(devices) == 1 else None
-
-
-def is_multi_device(sharding) -> bool:
-  """Whether `sharding` is concrete and spans more than one device."""
-  from jax._src.sharding import Sharding  # pyrefly: ignore[missing-import]
-  return (isinstance(sharding, Sharding) and sharding._is_concrete and
-          sharding.num_devices > 1)
-
-
 class DeviceConflictError(ValueError):
   """Values committed to different devices meet in one computation."""
 
@@ -109,47 +72,6 @@ def cross_device_enabled() -> bool:
   The second step (`jax_device_tracing_cross_device`) lets it hold several.
   """
   return False
-
-
-# Call primitives whose callee may itself span several devices, with the
-# name of the param that holds the callee: jit, and the calls that eager mode
-# evaluates as a plain call of their function (remat, custom_jvp, custom_vjp).
-# Their operands may be committed to different devices, and the callee's own
-# placement decides where each of its values is.
-# A call whose callee is a Python function (custom_lin's backward pass) is
-# registered with None.
-calls_spanning_devices: dict[Any, str | None] = {}
-
-
-# Call primitives whose callee is a computation of its own (jit), unlike the
-# plain calls above: their uncommitted results land on the callee's home
-# device when its sources decide one, as an eager call of the jit does.
-computation_calls: set[Any] = set()
-
-
-def _registered(registry, primitive):
-  """`primitive`, or the call it stands for, if `registry` holds it."""
-  if primitive in registry:
-    return primitive
-  # Autodiff's vjp_node(jit) stands for a jit call too (ad.VJPNode).
-  prim = getattr(primitive, "prim", None)
-  return prim if prim in registry else None
-
-
-def callee_home(primitive, params) -> Device | None:
-  """The home device of the callee of a computation call (jit), or None."""
-  if _registered(computation_calls, primitive) is not None:
-    callee = spanning_callee(primitive, params)
-    if callee is not None:
-      return jaxpr_home(callee)
-  return None
-
-
-def spanning_callee(primitive, params):
-  """The callee jaxpr of a call that may span devices, else None."""
-  call = _registered(calls_spanning_devices, primitive)
-  name = None if call is None else calls_spanning_devices[call]
-  return None if name is None else params.get(name)
 
 
 class DeviceTracingUnavailable(AttributeError):
@@ -199,57 +121,6 @@ def user_summary(source_info) -> str | None:
   return s if s and s != "unknown" else None
 
 
-# Where internal functions live, and the prefix of their public names (a
-# function `zeros` in a file under numpy/ is `jnp.zeros`).
-_API_PREFIXES = (
-    ("/numpy/", "jnp."),
-    ("/lax/", "lax."),
-    ("/random.py", "jax.random."),
-    ("/api.py", "jax."),
-    ("/pjit.py", "jax.lax."),
-)
-
-
-def _called_api_name() -> str | None:
-  """Name of the JAX function the user called, e.g. ``jnp.zeros``.
-
-  That is the outermost JAX frame below the innermost user frame.
-  """
-  f = sys._getframe(1)
-  api = None
-  while f is not None:
-    fname = f.f_code.co_filename
-    if source_info_util.is_user_filename(fname):
-      break
-    api = f
-    f = f.f_back
-  if api is None or f is None:
-    return None
-  name, fname = api.f_code.co_name, api.f_code.co_filename.replace("\\", "/")
-  if name == "_to_device":
-    return "x.to_device"
-  if name.startswith("_") or fname.endswith("traceback_util.py"):
-    return None
-  for suffix, prefix in _API_PREFIXES:
-    if suffix in fname:
-      return prefix + name
-  return name
-
-
-def call_source(device: Device, default_what: str,
-                source_info=None) -> Source:
-  """A Source for a value committed by the call being staged right now."""
-  api = _called_api_name()
-  what = f"{api}(..., device={device_str(device)})" if api else default_what
-  return Source(device, what, source_info or source_info_util.current())
-
-
-def argument_source(device: Device, debug_info, index: int, aval,
-                    call_site) -> Source:
-  return Source(device, _argument_what(debug_info, index, aval), call_site,
-                is_argument=True)
-
-
 def _argument_what(debug_info, index: int, aval) -> str:
   arg_name = None
   fun_name = "the function"
@@ -262,11 +133,6 @@ def _argument_what(debug_info, index: int, aval) -> str:
   if aval is not None:
     what += f" with shape {aval.str_short()} and"
   return what
-
-
-def constant_source(device: Device, aval, source_info=None) -> Source:
-  return Source(device, f"closed-over constant {aval.str_short()}",
-                source_info or source_info_util.current())
 
 
 # --------------------------------------------------------------------------
@@ -302,70 +168,6 @@ def conflict_error(first: Source | None, second: Source | None,
     msg += (f"\nDevices {device_str(d1)} and {device_str(d2)} cannot both "
             f"hold values of one computation. {_HOW_TO_FIX}")
   return DeviceConflictError(msg)
-
-
-# --------------------------------------------------------------------------
-# The join
-
-class JoinConflict(Exception):
-  """Two inputs of one operation are committed to different devices."""
-
-  def __init__(self, d1, d2):
-    super().__init__(d1, d2)
-    self.d1, self.d2 = d1, d2
-
-
-def join_devices(devices: Iterable[Device | None]) -> Device | None:
-  """The join of devices; raises JoinConflict on a conflict.
-
-  The one join of device tracing: `None ⊔ d = d`, `d ⊔ d = d`, and two
-  different devices conflict. Staging (`DynamicJaxprTrace`, `JaxprTrace`)
-  and the placement of computations that span devices all use it.
-  """
-  out = None
-  for d in devices:
-    if d is not None and d is not out:
-      if out is None:
-        out = d
-      elif d != out:
-        raise JoinConflict(out, d)
-  return out
-
-
-def join_avals(avals: Iterable[Any]) -> Device | None:
-  """The join of the avals' devices; raises JoinConflict on a conflict."""
-  return join_devices([getattr(a, "device", None) for a in avals])
-
-
-@lru_cache(maxsize=4096)
-def with_device(aval, device):
-  """`aval` committed to `device` (cached: it runs once per staged op)."""
-  return aval.update(device=device)
-
-
-def place_outputs(in_device: Device | None, out_avals: list[Any]
-                  ) -> tuple[list[Any], list[Device]]:
-  """Gives uncommitted outputs the inputs' device.
-
-  Returns the new output avals and the devices that outputs are committed to
-  other than `in_device` (the devices the operation itself introduced, as
-  device_put does).
-  """
-  from jax._src import core  # pyrefly: ignore[missing-import]
-  introduced = []
-  new = out_avals
-  for i, a in enumerate(out_avals):
-    if type(a) is not core.ShapedArray:
-      continue
-    d = a.device
-    if d is None:
-      if in_device is not None:
-        if new is out_avals:
-          new = list(out_avals)
-        new[i] = with_device(a, in_device)
-    elif d != in_device and d not in introduced:
-      introduced.append(d)
-  return new, introduced
 
 
 # --------------------------------------------------------------------------
@@ -599,67 +401,6 @@ def current() -> Placement | None:
   return stack[-1] if stack else None
 
 
-class jit_scope:
-  """Passes a jit call's context to the computation it stages.
-
-  The jit-level device also becomes the trace context's ambient device, so
-  that traces made for it are not reused for other jits of the same function.
-  A no-op for None.
-  """
-  __slots__ = ("jit", "prev_jit", "prev_ambient")
-
-  def __init__(self, jit: JitContext | None):
-    self.jit = jit
-
-  def __enter__(self):
-    if self.jit is not None:
-      self.prev_jit, _state.jit = _state.jit, self.jit
-      if self.jit.device is not None:
-        self.prev_ambient = config.device_tracing_ambient.swap_local(
-            self.jit.device)
-
-  def __exit__(self, *exc):
-    if self.jit is not None:
-      _state.jit = self.prev_jit
-      if self.jit.device is not None:
-        config.device_tracing_ambient.set_local(self.prev_ambient)
-
-
-def new_placement() -> Placement:
-  return Placement(current(), _state.jit)
-
-
-class placement_scope:
-  """Makes `placement` the active one while a function is staged.
-
-  Traces started inside see its estimate of the computation device as the
-  trace context's ambient device. A no-op for None (device tracing off).
-  """
-  __slots__ = ("placement", "prev_ambient", "prev_jit")
-
-  def __init__(self, placement: Placement | None):
-    self.placement = placement
-
-  def __enter__(self):
-    p = self.placement
-    if p is not None:
-      _state.stack.append(p)
-      p._active = True
-      self.prev_ambient = config.device_tracing_ambient.swap_local(p.estimate)
-      # A jit's context is for the computation it stages, not nested ones.
-      self.prev_jit, _state.jit = _state.jit, None
-    return p
-
-  def __exit__(self, *exc):
-    p = self.placement
-    if p is not None:
-      p._active = False
-      config.device_tracing_ambient.set_local(self.prev_ambient)
-      _state.jit = self.prev_jit
-      popped = _state.stack.pop()
-      assert popped is p
-
-
 def tracer_device(tracer) -> Device:
   """`tracer.device`: its committed device, else the computation device."""
   note_read()
@@ -792,28 +533,6 @@ def jaxpr_devices(jaxpr) -> tuple[JaxprDevice, ...]:
   enabled.
   """
   return _lookup(jaxpr)[0]
-
-
-def jaxpr_home(jaxpr) -> Device | None:
-  """The home device of a jaxpr's computation (Placement.final_home).
-
-  Where its uncommitted values go; None when no committed source decides it
-  (they then go to the default device, or follow the enclosing computation).
-  """
-  return _lookup(jaxpr)[1]
-
-
-def record_jaxpr_devices(jaxpr, placement: Placement) -> None:
-  """Records what tracing found, so that `jaxpr_devices` need not scan.
-
-  A strict placement saw every committed source of the jaxpr it staged (its
-  arguments, constants, the equations that commit their outputs, the jaxprs
-  nested in its equations).
-  """
-  if placement.strict:
-    _cache_jaxpr_devices(
-        jaxpr, tuple(JaxprDevice(d, s) for d, s in placement.devices.items()),
-        placement.final_home())
 
 
 def note_read():
