@@ -339,18 +339,6 @@ class ErrorTest(CrossDeviceTestCase):
                                    "They meet in `sharding_constraint`"):
       jax.jit(f)(a)
 
-  @parameterized.named_parameters(("array", jnp.array), ("asarray", jnp.asarray))
-  def test_device_argument_of_array_moves_a_committed_value(self, make):
-    # The array API: device= places the result there, eagerly as under jit.
-    a = jax.device_put(jnp.arange(3.0), _dev(1))
-    for f in (lambda a: make(a, device=_dev(2)),
-              jax.jit(lambda a: make(a, device=_dev(2)))):
-      out = f(a)
-      self.assertEqual(out.devices(), {_dev(2)})
-      self.assertTrue(out.committed)
-      self.assertArraysEqual(out, np.arange(3.0, dtype=np.float32))
-    self.assertEqual(a.devices(), {_dev(1)})
-
   def test_lowering_as_one_computation_is_an_error(self):
     f = jax.jit(lambda a: jax.device_put(a, _dev(2)) * 2)
     a = jax.device_put(jnp.ones(3), _dev(1))

@@ -41,21 +41,21 @@ def main(argv=None) -> int:
   try:
     pins = forklib.load_pins()
     version = forklib.fork_version(pins)
-    if args.step is not None and args.step != forklib.STEPS[-1]:
-      version += f".step{args.step}"
+    step = args.step or forklib.STEPS[-1]
+    if step != forklib.STEPS[-1]:
+      version += f".step{step}"
     if args.upstream_wheel:
       wheel = forklib.verify_upstream(args.upstream_wheel, pins)
     else:
       wheel = forklib.fetch_upstream(pins)
     say(f"upstream: {wheel.name} (sha256 verified)")
     patches = forklib.patch_series(args.patches)
-    patches = forklib.series_cut(patches, args.step or forklib.STEPS[-1])
+    patches = forklib.series_cut(patches, step)
     with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
       stage = Path(tmp)
       forklib.unpack_upstream(wheel, stage)
       modules = (forklib.add_modules(stage)
-                 if forklib.cut_has_modules(args.step or forklib.STEPS[-1])
-                 else [])
+                 if forklib.cut_has_modules(step) else [])
       say(f"modules:  {len(modules)} added")
       forklib.apply_series(stage, patches)
       say(f"patches:  {len(patches)} applied")

@@ -159,7 +159,6 @@ def patch_series(patch_dir: Path) -> list[Path]:
 # (fork-only: the version label, the fork's defaults) goes with the step
 # before it. A cut after a step holds every patch up to and including it.
 STEPS = ("fork", "fix", "1", "2")
-_STEP_OF = {"fork": "fork", "fix": "fix", "1": "1", "2": "2"}
 # The first step that uses the fork's modules (the repo's jax/ folder): cuts
 # before it are upstream jax and patches alone.
 MODULES_STEP = "1"
@@ -182,9 +181,9 @@ def patch_step(patch: Path) -> str:
   for line in patch.read_text().splitlines():
     if line.startswith("Series-Step:"):
       step = line.split(":", 1)[1].strip()
-      if step not in _STEP_OF:
+      if step not in STEPS:
         raise BuildError(f"{patch.name}: unknown Series-Step {step!r}")
-      return _STEP_OF[step]
+      return step
     if line.startswith("diff --git "):
       break
   raise BuildError(f"{patch.name} has no Series-Step header")
