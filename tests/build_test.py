@@ -124,11 +124,11 @@ class BuildTest(absltest.TestCase):
       self.assertNotIn("jax_device_tracing_cross_device", config)
       self.assertNotIn("jax/_src/device_stages.py", z.namelist())
       # The module as step 1's patches make it from the repo's: they add
-      # what they use (fit_sharding, the renaming of traces); step 2's code
-      # is not in it.
+      # what they use (fit_sharding, the binding of abstract devices);
+      # step 2's code is not in it.
       tracing = z.read("jax/_src/device_tracing.py").decode()
       repo_tracing = (REPO / "jax/_src/device_tracing.py").read_text()
-      for name in ("def fit_sharding(", "def substitute_devices(",
+      for name in ("def fit_sharding(", "def bind_jaxpr(",
                    "def stale_error("):
         self.assertIn(name, tracing)
         self.assertNotIn(name, repo_tracing)

@@ -373,8 +373,18 @@ class CacheTest(dtu.InputsTestCase):
       out = f(x)
       self.assertEqual(out.devices(), x.devices())
       self.assertTrue(out.committed)  # device= commits it
-    # One trace per device, and one for uncommitted arguments.
-    self.assertEqual(seen, [self.d0, self.d3, self.d0])
+    # One trace for committed arguments, on an abstract device that asks
+    # nothing about the concrete one (device= of it asks nothing), and one
+    # for uncommitted arguments, on the default device.
+    self.assertLen(seen, 2)
+    self.assertIsInstance(seen[0], core.AbstractDevice)
+    self.assertIs(seen[1], self.d0)
+    # A question about the device keys the trace on the answer.
+    seen.clear()
+    g = jax.jit(lambda x: seen.append(x.device.id) or x * 2)
+    for x in (x0, self.x3, x0, self.x3):
+      g(x)
+    self.assertEqual(seen, [0, 3])
 
   def test_steady_state_calls_stay_on_the_cpp_fast_path(self):
     f = jax.jit(lambda x, y: x * y + 1)

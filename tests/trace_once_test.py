@@ -1,9 +1,10 @@
-# Tests of "One trace for every device" (docs/design.md): a function whose
-# trace observed no device is traced and lowered once for every assignment of
-# devices to its arguments, and compiled per device. Each kind of read that
-# observes a device is tested the same way: the function is called on one
-# device, then on others, and every result must be where a fresh trace puts
-# it, with the value a fresh trace computes.
+# Tests of "One trace for every device" (docs/design.md): a function is traced
+# on abstract devices and lowered once for every assignment of devices to its
+# arguments, and compiled per device; a trace that asked about its devices is
+# reused only for devices that answer alike. Each kind of read is tested the
+# same way: the function is called on one device, then on others, and every
+# result must be where a fresh trace puts it, with the value a fresh trace
+# computes. (tests/abstract_device_test.py has every public read path.)
 #
 # Written like JAX's own tests, on non-default devices (cpu:3, cpu:5).
 
@@ -15,7 +16,6 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 from jax._src import config
-from jax._src import device_tracing
 from jax._src import test_util as jtu
 
 import device_test_util
@@ -79,7 +79,7 @@ class SharedTraceTest(TraceOnceTestCase):
     self.assertOn(out2, _dev(1))
 
   @jtu.thread_unsafe_test()  # changes config (device_tracing_show_devices)
-  def test_renamed_trace_is_the_fresh_trace(self):
+  def test_shared_trace_shows_the_fresh_trace(self):
     def f(x, y):
       return jnp.cos(x) @ y, x - 1
 
@@ -130,7 +130,7 @@ class SharedTraceTest(TraceOnceTestCase):
       self.assertAllClose(out, np.arange(4.0) + 7.0)
     self.assertLen(traces, 1)
 
-  def test_nested_jits_traced_once_when_the_outer_is_traced_per_device(self):
+  def test_device_of_an_argument_passed_on_is_traced_once(self):
     inner_traces, outer_traces = [], []
 
     @jax.jit
@@ -141,14 +141,36 @@ class SharedTraceTest(TraceOnceTestCase):
     @jax.jit
     def outer(x):
       outer_traces.append(1)
-      return inner(x) + jnp.zeros(4, device=x.device)  # observes: per device
+      return inner(x) + jnp.zeros(4, device=x.device)  # asks nothing
 
     for i in range(8):
       out = outer(_on(i))
       self.assertOn(out, _dev(i))
       self.assertAllClose(out, np.cumsum(np.arange(4.0)) * np.arange(4.0))
-    self.assertLen(outer_traces, 8)
+    self.assertLen(outer_traces, 1)
     self.assertLen(inner_traces, 1)
+
+  def test_nested_jits_of_an_outer_traced_per_device(self):
+    # The outer function asks for its device's id: it is traced per device,
+    # and so are the jits nested in it (their traces are on its devices).
+    inner_traces, outer_traces = [], []
+
+    @jax.jit
+    def inner(x):
+      inner_traces.append(1)
+      return jnp.cumsum(x) * x
+
+    @jax.jit
+    def outer(x):
+      outer_traces.append(1)
+      return inner(x) + x.device.id
+
+    for i in (3, 5, 3):
+      out = outer(_on(i))
+      self.assertOn(out, _dev(i))
+      self.assertAllClose(out, np.cumsum(np.arange(4.0)) * np.arange(4.0) + i)
+    self.assertLen(outer_traces, 2)
+    self.assertLen(inner_traces, 2)
 
   def test_grad_inside_jit_traced_once(self):
     traces = []
@@ -320,32 +342,6 @@ class ObservedDeviceTest(TraceOnceTestCase):
       self.assertOn(a, _dev(i))
       self.assertOn(b, _dev(7))
     self.assertLen(traces, 1)
-
-
-class SubstituteDevicesTest(TraceOnceTestCase):
-
-  @device_test_util.needs_cross_device
-  def test_a_device_named_in_the_jaxpr_is_not_renamed(self):
-    jaxpr = jax.jit(lambda x: jax.device_put(x * 2, _dev(5))).trace(
-        _on(3)).jaxpr.jaxpr
-    self.assertIsNone(
-        device_tracing.substitute_devices(jaxpr, (_dev(3),), (_dev(5),)))
-    self.assertIsNone(
-        device_tracing.substitute_devices(jaxpr, (_dev(5),), (_dev(3),)))
-    renamed = device_tracing.substitute_devices(jaxpr, (_dev(3),), (_dev(4),))
-    self.assertIsNotNone(renamed)
-    self.assertEqual([a.device for a in renamed.in_avals], [_dev(4)])
-    self.assertEqual([a.device for a in renamed.out_avals], [_dev(5)])
-
-  def test_renaming_keeps_every_aval_but_the_device(self):
-    jaxpr = jax.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2, x)
-                    ).trace(_on(3)).jaxpr.jaxpr
-    renamed = device_tracing.substitute_devices(jaxpr, (_dev(3),), (_dev(6),))
-    self.assertEqual(
-        [d for d, _ in device_tracing.jaxpr_devices(renamed)], [_dev(6)])
-    self.assertEqual(device_tracing.jaxpr_home(renamed), _dev(6))
-    self.assertEqual([a.update(device=None) for a in renamed.out_avals],
-                     [a.update(device=None) for a in jaxpr.out_avals])
 
 
 if __name__ == "__main__":
