@@ -3,6 +3,7 @@
 import ast
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,36 @@ def _methods(classes, name):
   return methods
 
 
+# Modules whose names a patch message uses as `module.name`.
+_MODULES = ("core", "device_tracing", "device_stages", "pjit", "pxla", "pe",
+            "partial_eval", "dispatch", "api", "stages", "config", "array",
+            "lax", "jnp", "mlir", "util", "batching", "ad")
+_CODE_NAME = re.compile(
+    r"\b(?:(?:%s)\.[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?"
+    r"|jax_[a-z_]+)\b" % "|".join(_MODULES))
+
+
+def _named_code(message):
+  """(name, gone) for the code a patch message names.
+
+  `gone` for what it says a module loses ("device_tracing loses a, b and
+  c"): the names after "loses" up to the end of the sentence.
+  """
+  text = " ".join(message.split())
+  out = []
+  for sentence in re.split(r"(?<=[.;:])\s", text):
+    _, sep, lost = sentence.partition(" loses ")
+    lost = lost.split(" gains ")[0].split(" and gains ")[0]
+    for m in _CODE_NAME.finditer(sentence):
+      out.append((m.group(0), False))
+    if sep:
+      for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", lost):
+        if word not in ("and", "or", "the", "its", "a", "an") and (
+            "_" in word or word[0].isupper()):
+          out.append((word, True))
+  return out
+
+
 class BuildTest(absltest.TestCase):
 
   def setUp(self):
@@ -62,6 +93,45 @@ class BuildTest(absltest.TestCase):
     self.assertIn(f"jaxlib=={PINS.jaxlib_version}", req)
     self.assertEqual(PINS.jax_filename,
                      f"jax-{PINS.jax_version}-py3-none-any.whl")
+
+  def test_the_release_commit_is_the_wheel_s(self):
+    with zipfile.ZipFile(UPSTREAM_WHEEL) as z:
+      version = z.read("jax/version.py").decode()
+    self.assertIn(f"_git_hash: str = {PINS.release_commit!r}", version)
+    self.assertEqual(PINS.release_tag, f"jax-v{PINS.jax_version}")
+
+  def test_the_series_applies_with_git_am_onto_the_release(self):
+    # What tools/branch.py does before its tests: a maintainer's `git am`.
+    sys.path.insert(0, str(REPO / "tools"))
+    import branch  # pylint: disable=g-import-not-at-top
+    tree, series = branch.make_branch(self.tmp / "branch")
+    self.assertNotIn("fork", [forklib.patch_step(p) for p in series])
+    log = forklib.git("log", "--format=%s", cwd=tree).stdout.splitlines()
+    self.assertEqual(len(log), len(series) + 1)
+    tag = forklib.git("describe", "--tags", "--abbrev=0", cwd=tree).stdout
+    self.assertEqual(tag.strip(), PINS.release_tag)
+    config = (tree / "jax" / "_src" / "config.py").read_text()
+    # Without the fork-only patches both flags are off, as proposed.
+    self.assertIn("name='jax_device_tracing',\n    default=False,", config)
+    self.assertIn("name='jax_device_tracing_cross_device',\n    default=False,",
+                  config)
+
+  def test_each_message_names_what_its_tree_has(self):
+    # A patch's message may name the code it changes (module.function,
+    # jax_* flags); each name must exist in the tree after that patch, but
+    # for what the message says a module loses, which must not.
+    sys.path.insert(0, str(REPO / "tools"))
+    import branch  # pylint: disable=g-import-not-at-top
+    tree, series = branch.make_branch(self.tmp / "branch")
+    commits = forklib.git("rev-list", "--reverse", "HEAD~%d..HEAD"
+                          % len(series), cwd=tree).stdout.split()
+    for patch, commit in zip(series, commits):
+      message = patch.read_text().split("\n---\n", 1)[0]
+      message = message.split("\n\n", 1)[1]  # the body, after the subject
+      for name, gone in _named_code(message):
+        found = forklib.git("grep", "-qw", name.split(".")[-1], commit, "--",
+                            "jax", cwd=tree, check=False).returncode == 0
+        self.assertEqual(found, not gone, f"{patch.name} names {name}")
 
   def test_hash_check_refuses_a_tampered_upstream_file(self):
     tampered = self.tmp / PINS.jax_filename
@@ -123,15 +193,11 @@ class BuildTest(absltest.TestCase):
       self.assertIn("name='jax_device_tracing',\n    default=True,", config)
       self.assertNotIn("jax_device_tracing_cross_device", config)
       self.assertNotIn("jax/_src/device_stages.py", z.namelist())
-      # The module as step 1's patches make it from the repo's: they add
-      # what they use (fit_sharding, the binding of abstract devices);
-      # step 2's code is not in it.
+      # The module as step 1's patches make it: step 2's code is not in it.
       tracing = z.read("jax/_src/device_tracing.py").decode()
-      repo_tracing = (REPO / "jax/_src/device_tracing.py").read_text()
       for name in ("def fit_sharding(", "def bind_jaxpr(",
                    "def stale_error("):
         self.assertIn(name, tracing)
-        self.assertNotIn(name, repo_tracing)
       for name in ("def join_operands(", "transfer_primitives",
                    "config.device_tracing_cross_device"):
         self.assertNotIn(name, tracing)
@@ -188,38 +254,37 @@ class BuildTest(absltest.TestCase):
     self.assertIn("9999-late.patch (step 1) comes after a patch of a later "
                   "step", r.stderr)
 
-  def test_a_module_may_not_replace_an_upstream_file(self):
-    fake_repo = self.tmp / "repo"
-    (fake_repo / "jax").mkdir(parents=True)
-    (fake_repo / "jax" / "version.py").write_text("# not upstream's\n")
-    stage = self.tmp / "stage"
-    forklib.unpack_upstream(UPSTREAM_WHEEL, stage)
-    with self.assertRaisesRegex(forklib.BuildError,
-                                "jax/version.py exists in upstream jax"):
-      forklib.add_modules(stage, fake_repo)
-
   def test_checkout_then_export_reproduces_the_series_byte_for_byte(self):
     tree = self.tmp / "tree"
     self.assertEqual(pq.checkout(tree, REPO / "patches", REPO), 0)
     log = forklib.git("log", "--format=%s", cwd=tree).stdout.splitlines()
-    self.assertEqual(len(log), len(forklib.patch_series(REPO / "patches")) + 2)
+    self.assertEqual(len(log), len(forklib.patch_series(REPO / "patches")) + 1)
     self.assertTrue(log[-1].startswith("upstream: jax"))
-    self.assertTrue(log[-2].startswith("modules:"))
     out = self.tmp / "out"
-    self.assertEqual(pq.export(tree, out / "patches", out), 0)
+    self.assertEqual(pq.export(tree, out / "patches"), 0)
     ours = sorted(p.name for p in forklib.patch_series(REPO / "patches"))
     theirs = sorted(p.name for p in forklib.patch_series(out / "patches"))
     self.assertEqual(ours, theirs)
     for name in ours:
       self.assertEqual((REPO / "patches" / name).read_bytes(),
                        (out / "patches" / name).read_bytes(), name)
-    self.assertEqual(forklib.module_files(REPO), forklib.module_files(out))
-    for rel in forklib.module_files(REPO):
-      self.assertEqual((REPO / rel).read_bytes(), (out / rel).read_bytes(), rel)
+
+  def test_the_series_adds_every_new_module(self):
+    # No file of the jax package is kept outside the series: a new module
+    # enters with the patch that first needs it.
+    self.assertFalse((REPO / "jax").exists())
+    added = {}
+    for patch in forklib.patch_series(REPO / "patches"):
+      for line in patch.read_text().splitlines():
+        if line.startswith("new file mode"):
+          added.setdefault(prev, patch.name)
+        prev = line
+    self.assertEqual(
+        sorted(a.split(" b/")[-1] for a in added),
+        ["jax/_src/device_stages.py", "jax/_src/device_tracing.py"])
 
   def test_export_keeps_a_patch_s_module_changes_in_the_patch(self):
-    # A patch may add or change a module (a later step's code); the repo's
-    # jax/ holds the modules as the modules commit has them.
+    # A patch may add a module or change one a patch added.
     tree = self.tmp / "tree"
     pq.checkout(tree, REPO / "patches", REPO)
     (tree / "jax" / "_src" / "pq_test_module.py").write_text("X = 1\n")
@@ -232,16 +297,13 @@ class BuildTest(absltest.TestCase):
                 "-m", "test: a change with modules and an upstream file",
                 "-m", "Series-Step: 2", cwd=tree)
     out = self.tmp / "out"
-    pq.export(tree, out / "patches", out)
+    pq.export(tree, out / "patches")
     new = forklib.patch_series(out / "patches")[-1]
     self.assertIn("test-a-change-with-modules", new.name)
     text = new.read_text()
     self.assertIn("+# touched by a test", text)
     self.assertIn("b/jax/_src/pq_test_module.py", text)
     self.assertIn("b/jax/_src/device_tracing.py", text)
-    self.assertFalse((out / "jax" / "_src" / "pq_test_module.py").exists())
-    self.assertEqual((out / "jax" / "_src" / "device_tracing.py").read_bytes(),
-                     (REPO / "jax" / "_src" / "device_tracing.py").read_bytes())
     # And the series with it builds.
     r = _build("--patches", out / "patches", "--out", self.tmp / "dist")
     self.assertEqual(r.returncode, 0, r.stderr)
@@ -270,10 +332,8 @@ class BuildTest(absltest.TestCase):
                          f"Requires-Dist: jaxlib=={PINS.jaxlib_version}", line)
       self.assertIn(f"_release_version: str = {version!r}",
                     z.read("jax/version.py").decode())
-      # The repo's modules, as patches may have changed them for a later
-      # step, and the module that step 2 adds.
-      for rel in forklib.module_files(REPO):
-        self.assertIn(rel.as_posix(), z.namelist())
+      # The modules that the series adds.
+      self.assertIn("jax/_src/device_tracing.py", z.namelist())
       self.assertIn("jax/_src/device_stages.py", z.namelist())
       record = z.read(f"jax-{version}.dist-info/RECORD").decode()
       self.assertEqual(len(record.splitlines()), len(z.namelist()))

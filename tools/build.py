@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Builds the fork's wheel: pinned upstream jax + our modules + the series.
+"""Builds the fork's wheel: pinned upstream jax + the series.
 
   python tools/build.py [--upstream-wheel PATH] [--patches DIR] [--out DIR]
                         [--step fork|fix|1|2]
 
 Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
-and check its sha256; unpack it in a scratch folder; add the repo's jax/
-modules; apply patches/*.patch in order; stamp the version
+and check its sha256; unpack it in a scratch folder; apply
+patches/*.patch in order (new modules come with their patches); stamp the
+version
 0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl.  Any failure
 stops the build with a message naming the step, and leaves dist/ as it was.
 
 --step builds the series cut after that step (tools/cut.py builds and tests
-one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS. Cuts
-before step 1 (fork, fix) leave out the modules, which only step 1 uses.
+one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
 """
 
 from __future__ import annotations
@@ -54,9 +54,6 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
       stage = Path(tmp)
       forklib.unpack_upstream(wheel, stage)
-      modules = (forklib.add_modules(stage)
-                 if forklib.cut_has_modules(step) else [])
-      say(f"modules:  {len(modules)} added")
       forklib.apply_series(stage, patches)
       say(f"patches:  {len(patches)} applied")
       forklib.stamp_version(stage, version, pins)

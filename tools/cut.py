@@ -8,8 +8,7 @@ patches, then the independent fixes (step `fix`: against upstream jax, they
 need nothing else from the series), then step 1 (the device in avals,
 `x.device`, the join, placement before DCE, `device=`/`device_put`
 honoured), then step 2 (several devices in one jit). A cut is upstream jax
-and the patches up to and including STEP, with the fork's modules from step
-1 on. This builds its wheel (`build/cut-STEP/`, versioned
+and the patches up to and including STEP. This builds its wheel (`build/cut-STEP/`, versioned
 0.12.0.1+devtrace.N.stepSTEP), unpacks it beside the tests, and runs pytest
 in .venv (./setup.sh makes it) with the cut's jax first on the path.
 
@@ -42,7 +41,7 @@ def _default_tests(step: str) -> list[str]:
   not give, so those cuts run the tests that the patches of that step name
   (the fork-only patches' tests exercise the whole series).
   """
-  if forklib.cut_has_modules(step):
+  if forklib.STEPS.index(step) >= forklib.STEPS.index("1"):
     return ["tests"]
   cut = forklib.series_cut(forklib.patch_series(forklib.REPO / "patches"),
                            step)

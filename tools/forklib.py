@@ -1,8 +1,8 @@
 """Shared machinery of the fork's build and patch-queue tools.
 
-The fork is pinned upstream JAX plus two things of ours: new modules (the
-repository's ``jax/`` folder, copied in at their path inside the package) and a
-series of patches (``patches/*.patch``, applied in file-name order).  This
+The fork is pinned upstream JAX plus a series of patches
+(``patches/*.patch``, applied in file-name order), which is the whole change:
+a new module enters with the patch that first needs it.  This
 module knows how to fetch and verify the upstream distribution, lay the fork
 out in a staging folder, and pack it as a wheel.  Only the standard library and
 the ``git`` command are used, so that it runs before any environment exists.
@@ -43,6 +43,8 @@ class Pins:
   jax_version: str
   jax_filename: str
   jax_sha256: str
+  release_commit: str
+  release_tag: str
   jaxlib_version: str
   local_prefix: str
 
@@ -54,6 +56,8 @@ def load_pins(repo: Path = REPO) -> Pins:
       jax_version=data["jax"]["version"],
       jax_filename=data["jax"]["filename"],
       jax_sha256=data["jax"]["sha256"].lower(),
+      release_commit=data["jax"]["release_commit"],
+      release_tag=data["jax"]["release_tag"],
       jaxlib_version=data["jaxlib"]["version"],
       local_prefix=data["fork"]["local_prefix"],
   )
@@ -138,16 +142,6 @@ def fetch_upstream(pins: Pins, repo: Path = REPO,
   return target
 
 
-def module_files(repo: Path = REPO) -> list[Path]:
-  """The fork's own modules: files under jax/, relative to the repo root."""
-  root = repo / "jax"
-  if not root.exists():
-    return []
-  return sorted(p.relative_to(repo) for p in root.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts
-                and p.suffix != ".pyc")
-
-
 def patch_series(patch_dir: Path) -> list[Path]:
   return sorted(patch_dir.glob("*.patch"))
 
@@ -159,16 +153,6 @@ def patch_series(patch_dir: Path) -> list[Path]:
 # (fork-only: the version label, the fork's defaults) goes with the step
 # before it. A cut after a step holds every patch up to and including it.
 STEPS = ("fork", "fix", "1", "2")
-# The first step that uses the fork's modules (the repo's jax/ folder): cuts
-# before it are upstream jax and patches alone.
-MODULES_STEP = "1"
-
-
-def cut_has_modules(step: str) -> bool:
-  """Whether the series cut after `step` holds the fork's modules."""
-  return STEPS.index(step) >= STEPS.index(MODULES_STEP)
-
-
 def patch_tests(patch: Path) -> list[str]:
   """The tests a patch names in its `Tests:` lines (pytest node ids)."""
   message = patch.read_text().split("\n---\n", 1)[0]
@@ -215,19 +199,6 @@ def series_cut(patches: list[Path], step: str) -> list[Path]:
 def unpack_upstream(wheel: Path, dest: Path) -> None:
   with zipfile.ZipFile(wheel) as z:
     z.extractall(dest)
-
-
-def add_modules(stage: Path, repo: Path = REPO) -> list[Path]:
-  files = module_files(repo)
-  for rel in files:
-    target = stage / rel
-    if target.exists():
-      raise BuildError(
-          f"{rel} exists in upstream jax: the repo's jax/ folder holds only new "
-          "modules; change upstream files with a patch (tools/pq.py)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(repo / rel, target)
-  return files
 
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
@@ -365,9 +336,7 @@ def build_wheel(stage: Path, version: str, pins: Pins, out_dir: Path) -> Path:
   return wheel
 
 
-def stage_fork(stage: Path, wheel: Path, patch_dir: Path,
-               repo: Path = REPO) -> None:
-  """Lays out upstream + our modules + the series in `stage`."""
+def stage_fork(stage: Path, wheel: Path, patch_dir: Path) -> None:
+  """Lays out upstream + the series in `stage`."""
   unpack_upstream(wheel, stage)
-  add_modules(stage, repo)
   apply_series(stage, patch_series(patch_dir))
