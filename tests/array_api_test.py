@@ -1,7 +1,7 @@
 # Integration tests: array-API consumers under jit on a non-default device.
 #
 # array-api-compat, array-api-extra and SciPy (with SCIPY_ARRAY_API=1, set in
-# conftest.py before anything imports SciPy) create arrays with
+# the repository's conftest.py before anything imports SciPy) create arrays with
 # `device=device(x)`. Under jit on cpu:3 their results must stay on cpu:3,
 # equal the eager results, and need no implicit transfer.
 
@@ -14,10 +14,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax._src import config
+from jax._src.internal_test_util import device_tracing_test_util as dtu
 from jax._src import test_util as jtu
 
 from array_api_util import array_api_compat, xpx
-import device_test_util as dtu
 
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)

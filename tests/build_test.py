@@ -24,6 +24,8 @@ WHEELHOUSE = REPO / "build" / "wheelhouse"
 
 
 def _build(*args):
+  if "--tests-out" not in args:  # never build/series-tests, which tests run
+    args = (*args, "--tests-out", Path(tempfile.mkdtemp()) / "tests")
   return subprocess.run([sys.executable, str(REPO / "tools" / "build.py"),
                          "--quiet", *map(str, args)],
                         capture_output=True, text=True, cwd=REPO)
@@ -37,6 +39,22 @@ def _clean_env():
 
 def _sha256(path):
   return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _without_files(patch_text, paths):
+  """A patch's text without its diffs and diffstat lines of `paths`.
+
+  The other diffstat lines lose their alignment, which depends on theirs.
+  """
+  out, skip = [], False
+  for line in patch_text.splitlines(keepends=True):
+    if line.startswith("diff --git "):
+      skip = any(line.startswith(f"diff --git a/{p} ") for p in paths)
+    if skip or re.match(r" \d+ files? changed", line) or any(
+        line.startswith(f" {p} ") for p in paths):
+      continue
+    out.append(re.sub(r"^ (\S+) +\| +", r" \1 | ", line))
+  return "".join(out)
 
 
 def _methods(classes, name):
@@ -133,6 +151,44 @@ class BuildTest(absltest.TestCase):
                             "jax", cwd=tree, check=False).returncode == 0
         self.assertEqual(found, not gone, f"{patch.name} names {name}")
 
+  def test_the_design_s_patch_table_is_the_series(self):
+    # docs/design.md lists every patch with its step ("Where it lives").
+    rows = re.findall(r"^\| (\d{4}) \| (\w+) \|",
+                      (REPO / "docs" / "design.md").read_text(), re.M)
+    series = forklib.patch_series(REPO / "patches")
+    self.assertEqual(rows, [(p.name[:4], forklib.patch_step(p))
+                            for p in series])
+
+  def test_forward_port_onto_the_release_itself_is_clean(self):
+    # tools/forward_port.py on a jax-ml/jax stand-in whose commit holds the
+    # release's files: every patch applies as it is, and range-diff finds
+    # every patch the same.
+    sys.path.insert(0, str(REPO / "tools"))
+    import branch  # pylint: disable=g-import-not-at-top
+    import forward_port  # pylint: disable=g-import-not-at-top
+    tree, series = branch.make_branch(self.tmp / "release")
+    forklib.git("reset", "-q", "--hard", PINS.release_tag, cwd=tree)
+    rows, fp_tree, base, desc = forward_port.forward_port(
+        tree, PINS.release_tag, self.tmp / "fp")
+    self.assertEqual([r[0] for r in rows], [p.name for p in series])
+    self.assertEqual({r[1] for r in rows}, {"clean"})
+    self.assertIn("0 in conflict", forward_port.table(rows, desc))
+    diff = forward_port.range_diff(fp_tree, base)
+    self.assertEqual(len(diff.splitlines()), len(series))
+    self.assertTrue(all(" = " in l for l in diff.splitlines()))
+
+  def test_each_fix_applies_alone_on_upstream(self):
+    # An independent fix is a pull request of its own: it applies to the
+    # release with nothing else of the series.
+    series = forklib.patch_series(REPO / "patches")
+    fixes = [p for p in series if forklib.patch_step(p) == "fix"]
+    self.assertNotEmpty(fixes)
+    for patch in fixes:
+      stage = self.tmp / patch.name[:4]
+      forklib.unpack_upstream(UPSTREAM_WHEEL, stage)
+      forklib.apply_series(stage, [patch],
+                           tuple(forklib.upstream_test_files([patch])))
+
   def test_hash_check_refuses_a_tampered_upstream_file(self):
     tampered = self.tmp / PINS.jax_filename
     data = bytearray(UPSTREAM_WHEEL.read_bytes())
@@ -211,12 +267,13 @@ class BuildTest(absltest.TestCase):
     series = forklib.patch_series(REPO / "patches")
     cut = forklib.series_cut(series, "fix")
     fixes = [p for p in cut if forklib.patch_step(p) == "fix"]
-    self.assertLen(fixes, 5)
+    self.assertLen(fixes, 3)
     for p in fixes:
       diff = p.read_text().split("\ndiff --git ", 1)[1]
       self.assertNotIn("device_tracing", diff, p.name)
-      self.assertTrue(all(t.startswith("tests/fixes_test.py::")
-                          for t in forklib.patch_tests(p)), p.name)
+      # Its tests are in the files it adds or changes.
+      for t in forklib.patch_tests(p):
+        self.assertIn(f" b/{t.split('::')[0]}\n", diff, p.name)
     self.assertEqual(forklib.patch_step(series[len(cut)]), "1")
     (wheel,) = out.glob("*.whl")
     with zipfile.ZipFile(wheel) as z:
@@ -227,13 +284,27 @@ class BuildTest(absltest.TestCase):
 
   def test_every_patch_names_tests_that_exist(self):
     # Each patch carries its tests by name (`Tests:` lines in its message):
-    # test files, classes and methods that a rename would leave dangling.
-    for patch in forklib.patch_series(REPO / "patches"):
+    # test files, classes and methods that a rename would leave dangling,
+    # in the series' test files (tests/ of the patched tree) or, for a
+    # fork-only patch, the project's. A test in one of upstream's test files
+    # is in a hunk of the patch (its file is not here: the release's tests
+    # are not in its wheel).
+    series = forklib.patch_series(REPO / "patches")
+    stage = self.tmp / "stage"
+    forklib.stage_fork(stage, UPSTREAM_WHEEL, REPO / "patches")
+    upstream_tests = forklib.upstream_test_files(series)
+    for patch in series:
       named = forklib.patch_tests(patch)
       self.assertNotEmpty(named, f"{patch.name} names no test")
       for node in named:
         path, *names = node.split("::")
-        tree = ast.parse((REPO / path).read_text())
+        if path in upstream_tests:
+          self.assertIn(f" b/{path}\n", patch.read_text(), node)
+          continue
+        where = REPO if forklib.patch_step(patch) == "fork" else stage
+        if not (where / path).exists():
+          where = stage if where == REPO else REPO
+        tree = ast.parse((where / path).read_text())
         classes = {c.name: c for c in tree.body
                    if isinstance(c, ast.ClassDef)}
         self.assertIn(names[0], classes, f"{patch.name}: {node}")
@@ -255,19 +326,34 @@ class BuildTest(absltest.TestCase):
                   "step", r.stderr)
 
   def test_checkout_then_export_reproduces_the_series_byte_for_byte(self):
+    # With a jax-ml/jax clone (DEVTRACE_JAX_REPO), byte for byte; without
+    # one (CI), but for the hunks of upstream's test files, which need it.
+    jax_repo = os.environ.get("DEVTRACE_JAX_REPO")
+    series = forklib.patch_series(REPO / "patches")
+    tests = [] if jax_repo else forklib.upstream_test_files(series)
     tree = self.tmp / "tree"
-    self.assertEqual(pq.checkout(tree, REPO / "patches", REPO), 0)
+    with self.assertRaisesRegex(forklib.BuildError, "pass --jax-repo"):
+      pq.checkout(tree, REPO / "patches", REPO)
+    self.assertEqual(pq.checkout(
+        tree, REPO / "patches", REPO,
+        jax_repo=Path(jax_repo) if jax_repo else None,
+        without_upstream_tests=not jax_repo), 0)
     log = forklib.git("log", "--format=%s", cwd=tree).stdout.splitlines()
-    self.assertEqual(len(log), len(forklib.patch_series(REPO / "patches")) + 1)
+    self.assertEqual(len(log), len(series) + 1)
     self.assertTrue(log[-1].startswith("upstream: jax"))
     out = self.tmp / "out"
-    self.assertEqual(pq.export(tree, out / "patches"), 0)
-    ours = sorted(p.name for p in forklib.patch_series(REPO / "patches"))
+    if tests:
+      with self.assertRaisesRegex(forklib.BuildError, "would drop"):
+        pq.export(tree, out / "patches")
+    self.assertEqual(pq.export(tree, out / "patches",
+                               without_upstream_tests=bool(tests)), 0)
+    ours = sorted(p.name for p in series)
     theirs = sorted(p.name for p in forklib.patch_series(out / "patches"))
     self.assertEqual(ours, theirs)
     for name in ours:
-      self.assertEqual((REPO / "patches" / name).read_bytes(),
-                       (out / "patches" / name).read_bytes(), name)
+      self.assertEqual(
+          _without_files((REPO / "patches" / name).read_text(), tests),
+          _without_files((out / "patches" / name).read_text(), tests), name)
 
   def test_the_series_adds_every_new_module(self):
     # No file of the jax package is kept outside the series: a new module
@@ -280,13 +366,14 @@ class BuildTest(absltest.TestCase):
           added.setdefault(prev, patch.name)
         prev = line
     self.assertEqual(
-        sorted(a.split(" b/")[-1] for a in added),
-        ["jax/_src/device_stages.py", "jax/_src/device_tracing.py"])
+        sorted(a.split(" b/")[-1] for a in added if " b/jax/" in a),
+        ["jax/_src/device_stages.py", "jax/_src/device_tracing.py",
+         "jax/_src/internal_test_util/device_tracing_test_util.py"])
 
   def test_export_keeps_a_patch_s_module_changes_in_the_patch(self):
     # A patch may add a module or change one a patch added.
     tree = self.tmp / "tree"
-    pq.checkout(tree, REPO / "patches", REPO)
+    pq.checkout(tree, REPO / "patches", REPO, without_upstream_tests=True)
     (tree / "jax" / "_src" / "pq_test_module.py").write_text("X = 1\n")
     tracing = tree / "jax" / "_src" / "device_tracing.py"
     tracing.write_text(tracing.read_text() + "# touched by a test\n")
@@ -297,14 +384,15 @@ class BuildTest(absltest.TestCase):
                 "-m", "test: a change with modules and an upstream file",
                 "-m", "Series-Step: 2", cwd=tree)
     out = self.tmp / "out"
-    pq.export(tree, out / "patches")
+    pq.export(tree, out / "patches", without_upstream_tests=True)
     new = forklib.patch_series(out / "patches")[-1]
     self.assertIn("test-a-change-with-modules", new.name)
     text = new.read_text()
     self.assertIn("+# touched by a test", text)
     self.assertIn("b/jax/_src/pq_test_module.py", text)
     self.assertIn("b/jax/_src/device_tracing.py", text)
-    # And the series with it builds.
+    # And the series with it builds (the exported patches lack the hunks of
+    # upstream's test files, which the build leaves out anyway).
     r = _build("--patches", out / "patches", "--out", self.tmp / "dist")
     self.assertEqual(r.returncode, 0, r.stderr)
 

@@ -15,9 +15,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax._src import config
+from jax._src.internal_test_util import device_tracing_test_util as dtu
 from jax._src import test_util as jtu
-
-import device_test_util as dtu
 
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)

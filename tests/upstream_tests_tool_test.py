@@ -192,7 +192,9 @@ class UpstreamTestsToolTest(absltest.TestCase):
   def test_ref_picks_an_older_commits_tests(self):
     _, out = self._run("--ref", "v1", "simple_test.py", status=0, expected=[
         f"v1 ({self.v1[:12]})", "upstream {'passed': 2}; fork {'passed': 2}"])
-    self.assertEqual((out / "src" / ".commit").read_text(), self.v1)
+    # Keyed on the commit, and on the patches whose hunks it applies.
+    self.assertEqual(
+        (out / "src" / ".commit").read_text().splitlines()[0], self.v1)
     # The extraction is keyed on the commit that the ref resolves to.
     src = out / "src"
     self.assertEqual(upstream_tests.extract_tests(self.repo, src, "HEAD"),
@@ -204,6 +206,47 @@ class UpstreamTestsToolTest(absltest.TestCase):
                      (src / "tests" / "simple_test.py").read_text())
     self._run("--ref", "no-such-ref", "simple_test.py", status=2,
               expected=["'no-such-ref' is not a commit"])
+
+  def test_the_series_hunks_of_upstream_tests_are_applied(self):
+    # A patch that changes an upstream test file's expectation: its hunk is
+    # applied to the extracted file (and its jax/ hunks are not); a hunk that
+    # does not apply stops the run.
+    patch = Path(self.tmp) / "0001-change.patch"
+    patch.write_text("\n".join([
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001",
+        "From: Test <test@example.com>",
+        "Subject: [PATCH] change an expectation",
+        "",
+        "Series-Step: 1",
+        "---",
+        "diff --git a/jax/x.py b/jax/x.py",
+        "--- a/jax/x.py",
+        "+++ b/jax/x.py",
+        "@@ -1 +1 @@",
+        "-a = 1",
+        "+a = 2",
+        "diff --git a/tests/simple_test.py b/tests/simple_test.py",
+        "--- a/tests/simple_test.py",
+        "+++ b/tests/simple_test.py",
+        "@@ -1,3 +1,3 @@",
+        " def test_one():",
+        "-  assert 1 + 1 == 2",
+        "+  assert 1 + 1 != 3",
+        " ",
+        ""]))
+    src = Path(self.tmp) / "src"
+    upstream_tests.extract_tests(self.repo, src, "HEAD", (patch,))
+    text = (src / "tests" / "simple_test.py").read_text()
+    self.assertIn("assert 1 + 1 != 3", text)
+    self.assertNotIn("assert 1 + 1 == 2", text)
+    self.assertFalse((src / "jax").exists())
+    bad = Path(self.tmp) / "0002-stale.patch"
+    bad.write_text(patch.read_text().replace("1 + 1", "2 + 2"))
+    with self.assertRaisesRegex(upstream_tests.ToolError,
+                                "0002-stale.patch's hunks of "
+                                "tests/simple_test.py do not apply"):
+      upstream_tests.extract_tests(self.repo, Path(self.tmp) / "src2", "HEAD",
+                                   (bad,))
 
 
 if __name__ == "__main__":

@@ -2,14 +2,16 @@
 """Builds the fork's wheel: pinned upstream jax + the series.
 
   python tools/build.py [--upstream-wheel PATH] [--patches DIR] [--out DIR]
-                        [--step fork|fix|1|2]
+                        [--tests-out DIR] [--step fork|fix|1|2]
 
 Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
-and check its sha256; unpack it in a scratch folder; apply
-patches/*.patch in order (new modules come with their patches); stamp the
-version
-0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl.  Any failure
-stops the build with a message naming the step, and leaves dist/ as it was.
+and check its sha256; unpack it in a scratch folder; apply patches/*.patch
+in order (new modules and test files come with their patches; the hunks of
+upstream's test files, which the wheel does not have, are left out); stamp
+the version 0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl,
+and the series' test files (tests/ of the patched tree, which upstream's
+wheel does not ship either) to build/series-tests.  Any failure stops the
+build with a message naming the step, and leaves dist/ as it was.
 
 --step builds the series cut after that step (tools/cut.py builds and tests
 one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
@@ -18,6 +20,7 @@ one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +35,9 @@ def main(argv=None) -> int:
                   help="use this file instead of downloading (still verified)")
   ap.add_argument("--patches", type=Path, default=forklib.REPO / "patches")
   ap.add_argument("--out", type=Path, default=forklib.REPO / "dist")
+  ap.add_argument("--tests-out", type=Path,
+                  default=forklib.REPO / "build" / "series-tests",
+                  help="where the series' test files go")
   ap.add_argument("--step", choices=forklib.STEPS,
                   help="build the cut of the series after this step")
   ap.add_argument("--quiet", action="store_true")
@@ -52,13 +58,19 @@ def main(argv=None) -> int:
     patches = forklib.patch_series(args.patches)
     patches = forklib.series_cut(patches, step)
     with tempfile.TemporaryDirectory(prefix="devtrace-stage-") as tmp:
-      stage = Path(tmp)
+      stage = Path(tmp) / "stage"
       forklib.unpack_upstream(wheel, stage)
-      forklib.apply_series(stage, patches)
+      forklib.apply_series(stage, patches,
+                           tuple(forklib.upstream_test_files(patches)))
       say(f"patches:  {len(patches)} applied")
       forklib.stamp_version(stage, version, pins)
+      tests = Path(tmp) / "tests"
+      forklib.stage_tests(stage, tests)  # not in the wheel
       # Only now, with everything applied, does anything reach dist/.
       out = forklib.build_wheel(stage, version, pins, args.out)
+      shutil.rmtree(args.tests_out, ignore_errors=True)
+      if tests.is_dir():
+        shutil.copytree(tests, args.tests_out)
     for old in args.out.glob("jax-*.whl"):
       if old != out:
         old.unlink()

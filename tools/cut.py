@@ -8,15 +8,16 @@ patches, then the independent fixes (step `fix`: against upstream jax, they
 need nothing else from the series), then step 1 (the device in avals,
 `x.device`, the join, placement before DCE, `device=`/`device_put`
 honoured), then step 2 (several devices in one jit). A cut is upstream jax
-and the patches up to and including STEP. This builds its wheel (`build/cut-STEP/`, versioned
-0.12.0.1+devtrace.N.stepSTEP), unpacks it beside the tests, and runs pytest
-in .venv (./setup.sh makes it) with the cut's jax first on the path.
+and the patches up to and including STEP. This builds its wheel and its
+test files (`build/cut-STEP/`, versioned 0.12.0.1+devtrace.N.stepSTEP),
+unpacks the wheel, and runs pytest in .venv (./setup.sh makes it) with the
+cut's jax first on the path.
 
-Without test paths, the cut after `fix` runs the tests its patches name
-(their `Tests:` lines); the others run tests/, where the tests that need a
-later step skip themselves (`device_test_util.needs_cross_device`). The
-build's own tests and the doc snippets, which describe the whole series,
-are left out.
+Without test paths, a cut runs its own tests (those its patches add,
+build/cut-STEP/tests), and, from step 1 on, the project's tests/, where
+the tests that need a later step skip themselves
+(`device_tracing_test_util.needs_cross_device`). The build's own tests and
+the doc snippets, which describe the whole series, are left out.
 """
 
 from __future__ import annotations
@@ -34,19 +35,16 @@ _NOT_FOR_CUTS = ("tests/build_test.py", "tests/doc_snippets_test.py",
                  "tests/upstream_tests_tool_test.py")
 
 
-def _default_tests(step: str) -> list[str]:
+def _default_tests(step: str, cut_tests: Path) -> list[str]:
   """What a cut runs when no test is named.
 
-  Before step 1 the tests under tests/ mostly exercise what the fixes alone do
-  not give, so those cuts run the tests that the patches of that step name
-  (the fork-only patches' tests exercise the whole series).
+  Before step 1 the project's tests (tests/) exercise what the fixes alone do
+  not give, so those cuts run the cut's own tests only.
   """
+  tests = [str(cut_tests)] if cut_tests.is_dir() else []
   if forklib.STEPS.index(step) >= forklib.STEPS.index("1"):
-    return ["tests"]
-  cut = forklib.series_cut(forklib.patch_series(forklib.REPO / "patches"),
-                           step)
-  return sorted({t for p in cut if forklib.patch_step(p) == step
-                 for t in forklib.patch_tests(p)})
+    tests.append("tests")
+  return tests
 
 
 def main(argv=None) -> int:
@@ -66,7 +64,8 @@ def main(argv=None) -> int:
   out = repo / "build" / f"cut-{step}"
   shutil.rmtree(out, ignore_errors=True)
   r = subprocess.run([sys.executable, str(repo / "tools" / "build.py"),
-                      "--step", step, "--out", str(out / "dist")])
+                      "--step", step, "--out", str(out / "dist"),
+                      "--tests-out", str(out / "tests")])
   if r.returncode:
     return r.returncode
   wheel, = (out / "dist").glob("jax-*.whl")
@@ -80,7 +79,7 @@ def main(argv=None) -> int:
   print(f"cut after step {step}: jax {check}", flush=True)
   if not any(Path(repo, a.split("::")[0]).exists() for a in pytest_args
              if not a.startswith("-")):
-    pytest_args = [*pytest_args, *_default_tests(step)]
+    pytest_args = [*pytest_args, *_default_tests(step, out / "tests")]
   pytest_args += [f"--ignore={t}" for t in _NOT_FOR_CUTS]
   rc = subprocess.run([str(python), "-m", "pytest", "-p",
                        "no:cacheprovider", *pytest_args],

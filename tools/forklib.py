@@ -45,6 +45,7 @@ class Pins:
   jax_sha256: str
   release_commit: str
   release_tag: str
+  tests_commit: str
   jaxlib_version: str
   local_prefix: str
 
@@ -58,6 +59,7 @@ def load_pins(repo: Path = REPO) -> Pins:
       jax_sha256=data["jax"]["sha256"].lower(),
       release_commit=data["jax"]["release_commit"],
       release_tag=data["jax"]["release_tag"],
+      tests_commit=data["jax"]["tests_commit"],
       jaxlib_version=data["jaxlib"]["version"],
       local_prefix=data["fork"]["local_prefix"],
   )
@@ -253,14 +255,61 @@ def _describe_failure(patch: Path, stderr: str) -> str:
   return "\n".join(msg)
 
 
-def apply_series(stage: Path, patches: list[Path]) -> None:
-  """Applies each patch in order; the first that fails stops the build."""
+_DIFF_RE = re.compile(r"^diff --git a/(\S+) b/\S+\n(new file mode)?", re.M)
+
+
+def upstream_test_files(patches: list[Path]) -> list[str]:
+  """The files of upstream's tests/ that the series changes.
+
+  The release's tests are in neither its wheel nor its sdist, so a patch that
+  changes an upstream test file (its expectation changes with the patch) is
+  written against `tests_commit` (upstream.toml). A test file that a patch
+  creates is the series' own, and is not one of these.
+  """
+  created, changed = set(), []
   for patch in patches:
-    check = git("apply", "--check", "--verbose", str(patch.resolve()),
+    for m in _DIFF_RE.finditer(patch.read_text()):
+      path = m.group(1)
+      if not path.startswith("tests/"):
+        continue
+      if m.group(2):
+        created.add(path)
+      elif path not in created and path not in changed:
+        changed.append(path)
+  return changed
+
+
+def apply_series(stage: Path, patches: list[Path],
+                 exclude: tuple[str, ...] = ()) -> None:
+  """Applies each patch in order; the first that fails stops the build.
+
+  Paths in `exclude` (upstream test files that `stage` lacks) are left out.
+  """
+  opts = [f"--exclude={p}" for p in exclude]
+  for patch in patches:
+    check = git("apply", "--check", "--verbose", *opts, str(patch.resolve()),
                 cwd=stage, check=False)
     if check.returncode != 0:
       raise BuildError(_describe_failure(patch, check.stderr))
-    git("apply", str(patch.resolve()), cwd=stage)
+    git("apply", *opts, str(patch.resolve()), cwd=stage)
+
+
+def stage_tests(stage: Path, dest: Path) -> None:
+  """Moves the series' test files (tests/ of the staged tree) to `dest`."""
+  shutil.rmtree(dest, ignore_errors=True)
+  if (stage / "tests").is_dir():
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(stage / "tests", dest)
+
+
+def upstream_file(jax_repo: Path, commit: str, path: str) -> bytes:
+  """`path` at `commit` of a jax-ml/jax clone or bare git directory."""
+  r = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=jax_repo,
+                     capture_output=True)
+  if r.returncode:
+    raise BuildError(f"{path} at {commit[:12]} is not in {jax_repo}: "
+                     f"{r.stderr.decode().strip()}")
+  return r.stdout
 
 
 def stamp_version(stage: Path, version: str, pins: Pins) -> None:
@@ -337,6 +386,7 @@ def build_wheel(stage: Path, version: str, pins: Pins, out_dir: Path) -> Path:
 
 
 def stage_fork(stage: Path, wheel: Path, patch_dir: Path) -> None:
-  """Lays out upstream + the series in `stage`."""
+  """Lays out upstream + the series in `stage` (the wheel's files)."""
   unpack_upstream(wheel, stage)
-  apply_series(stage, patch_series(patch_dir))
+  patches = patch_series(patch_dir)
+  apply_series(stage, patches, tuple(upstream_test_files(patches)))

@@ -2,7 +2,7 @@
 """Runs upstream JAX's own tests against the fork and against upstream.
 
   python tools/upstream_tests.py --jax-repo DIR [--ref REF] [--fork-tree TREE]
-      [--out OUT] [-k EXPR] [-n N] TEST...
+      [--flags-off] [--out OUT] [-k EXPR] [-n N] TEST...
 
 DIR is a clone (or bare git directory) of jax-ml/jax: its tests/, conftest.py
 and pyproject.toml at REF (a commit, tag or branch; default HEAD) are
@@ -13,9 +13,17 @@ commit. Each TEST is a file of tests/ (api_test.py) or a pytest node id in one
 .venv-upstream and in .venv (or, with --fork-tree, in .venv with TREE, a
 `tools/pq.py checkout`, first on sys.path), on 8 virtual CPU devices. Names
 that the test file imports from jax but the installed jax lacks are bound to
-None first, so that only the tests that use them fail (on both alike). The
-report lists, per file, how many tests passed and failed on each, and every
-test that passes upstream and fails on the fork.
+None first, so that only the tests that use them fail (on both alike).
+Where the series changes an upstream test's expectation (a hunk of the
+test file in a patch), the extracted file gets the series' hunks, so that
+both run the test as the series has it. The report lists, per file, how
+many tests passed and failed on each, and every test that passes upstream
+and fails on the fork.
+
+--flags-off runs the fork with every device-tracing flag off
+(JAX_DEVICE_TRACING=0, JAX_DEVICE_TRACING_CROSS_DEVICE=0) and applies only
+the hunks of the patches proposed upstream (not the fork-only ones, whose
+changes follow the fork's defaults): the series as upstream would have it.
 
 Exit status: 0 when every run gave a verdict and no test passes upstream and
 fails on the fork; 1 when some test does; 2 when some run gave no verdict
@@ -43,7 +51,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import forklib  # noqa: E402
+
 ENVS = (".venv-upstream", ".venv")
+_FLAGS_OFF = {"JAX_DEVICE_TRACING": "0", "JAX_DEVICE_TRACING_CROSS_DEVICE": "0"}
 _MARK = "# not in the installed jax"
 
 
@@ -66,17 +78,20 @@ def resolve_ref(jax_repo: Path, ref: str) -> str:
   return r.stdout.strip()
 
 
-def extract_tests(jax_repo: Path, dest: Path, ref: str = "HEAD") -> str:
+def extract_tests(jax_repo: Path, dest: Path, ref: str = "HEAD",
+                  patches: tuple[Path, ...] = ()) -> str:
   """Extracts the tests of `ref` into `dest`; returns the commit.
 
-  `dest/.commit` records the commit extracted: the extraction is reused only
-  while `ref` still resolves to it.
+  The hunks of `patches` that change upstream's test files are applied to
+  the extracted files. `dest/.commit` records the commit extracted and the
+  patches applied: the extraction is reused only while they are the same.
   """
   if not jax_repo.is_dir():
     raise ToolError(f"--jax-repo {jax_repo}: no such directory")
   commit = resolve_ref(jax_repo, ref)
   stamp = dest / ".commit"
-  if stamp.exists() and stamp.read_text() == commit:
+  key = "\n".join([commit, *(forklib.sha256_of(p) for p in patches)])
+  if stamp.exists() and stamp.read_text() == key:
     return commit
   if dest.exists():
     shutil.rmtree(dest)
@@ -98,8 +113,31 @@ def extract_tests(jax_repo: Path, dest: Path, ref: str = "HEAD") -> str:
                       f"{r.stderr.strip()}")
     with tarfile.open(tar) as t:
       t.extractall(dest, filter="data")
-  stamp.write_text(commit)
+  apply_test_hunks(dest, list(patches))
+  stamp.write_text(key)
   return commit
+
+
+def apply_test_hunks(dest: Path, patches: list[Path]) -> None:
+  """Applies the series' hunks of upstream's test files in `dest`."""
+  files = [f for f in forklib.upstream_test_files(patches)
+           if (dest / f).is_file()]  # REF may lack one
+  if not files:
+    return
+  # Outside any git work tree: there, git apply would skip these paths.
+  with tempfile.TemporaryDirectory() as tmp:
+    for f in files:
+      (Path(tmp) / f).parent.mkdir(parents=True, exist_ok=True)
+      shutil.copyfile(dest / f, Path(tmp) / f)
+    include = [f"--include={f}" for f in files]
+    for patch in patches:
+      r = _git("apply", *include, str(patch.resolve()), cwd=Path(tmp))
+      if r.returncode:
+        raise ToolError(f"{patch.name}'s hunks of {', '.join(files)} do not "
+                        f"apply to these tests (written against "
+                        f"tests_commit in upstream.toml): {r.stderr.strip()}")
+    for f in files:
+      shutil.copyfile(Path(tmp) / f, dest / f)
 
 
 _CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
@@ -290,9 +328,10 @@ def _gist(details: list[str], limit: int = 2) -> list[str]:
 
 
 def run(python: Path, tests_dir: Path, tests: list[str], xml: Path, n: int,
-        k: str | None, pythonpath: str | None) -> Result:
+        k: str | None, pythonpath: str | None,
+        flags: dict[str, str] | None = None) -> Result:
   """Runs pytest on `tests` (paths or node ids under tests/)."""
-  env = _test_env(pythonpath)
+  env = {**_test_env(pythonpath), **(flags or {})}
   cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--rootdir", str(tests_dir),
          "--junitxml", str(xml), "-o", "junit_family=xunit1",
@@ -351,6 +390,9 @@ def main(argv=None) -> int:
                   "(default HEAD)")
   ap.add_argument("--fork-tree", type=Path,
                   help="a pq checkout to test instead of the installed fork")
+  ap.add_argument("--flags-off", action="store_true",
+                  help="the fork with every device-tracing flag off, and the "
+                  "hunks of the non-fork patches only")
   ap.add_argument("-k", help="pytest -k expression")
   ap.add_argument("-n", type=int, default=1,
                   help="pytest-xdist workers (1: sequential; with more, test "
@@ -365,12 +407,15 @@ def main(argv=None) -> int:
 
   out = args.out.resolve()
   tests_dir = out / "src"
+  patches = tuple(p for p in forklib.patch_series(REPO / "patches")
+                  if not (args.flags_off and forklib.patch_step(p) == "fork"))
   try:
-    commit = extract_tests(args.jax_repo, tests_dir, args.ref)
+    commit = extract_tests(args.jax_repo, tests_dir, args.ref, patches)
   except ToolError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  print(f"upstream tests from jax-ml/jax {args.ref} ({commit[:12]})")
+  print(f"upstream tests from jax-ml/jax {args.ref} ({commit[:12]})"
+        + (", the fork with its flags off" if args.flags_off else ""))
   regressions, problems = [], []
   for f, selected in _select(args.tests).items():
     print(f"{f}:", flush=True)
@@ -394,7 +439,9 @@ def main(argv=None) -> int:
       xml = out / f"{Path(f).stem}.{env_name.strip('.')}.xml"
       xml.unlink(missing_ok=True)
       result = run(REPO / env_name / "bin" / "python", tests_dir, selected,
-                   xml, args.n, args.k, pythonpath)
+                   xml, args.n, args.k, pythonpath,
+                   _FLAGS_OFF if args.flags_off and env_name == ENVS[1]
+                   else None)
       res[env_name] = result.outcomes
       if result.problem:
         print(f"  ERROR on {env_name}: {result.problem}")

@@ -68,6 +68,15 @@ def _read_expected(path):
 EXPECTED = _read_expected(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected.toml"))
 
+# With every device-tracing flag off the fork must be upstream: the same
+# values, errors and placement, eagerly and under jit. Departures there are
+# the independent fixes (an upstream crash or a silently wrong device or
+# value replaced by the right result or a clear error), each listed with
+# its reason in expected_flags_off.toml.
+EXPECTED_FLAGS_OFF = _read_expected(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                 "expected_flags_off.toml"))
+
 DIFF_KINDS = {
     "missing": "no record (the runner crashed or stopped)",
     "fork-raises": "upstream succeeds, the fork raises",
@@ -82,8 +91,8 @@ DIFF_KINDS = {
 }
 
 
-def expected_reason(qualname, mode, how, kind):
-  for q, m, h, k, reason in EXPECTED:
+def expected_reason(qualname, mode, how, kind, flags_off=False):
+  for q, m, h, k, reason in (EXPECTED_FLAGS_OFF if flags_off else EXPECTED):
     if (re.fullmatch(q, qualname) and re.fullmatch(m, mode)
         and re.fullmatch(h, how) and re.fullmatch(k, kind)):
       return reason
@@ -138,8 +147,11 @@ def placement_violations(rec, mode):
   return out
 
 
-def check_run(qualname, mode, how, fork, upstream):
-  """The differences of one run: a list of (kind, description)."""
+def check_run(qualname, mode, how, fork, upstream, flags_off=False):
+  """The differences of one run: a list of (kind, description).
+
+  With `flags_off`, upstream is the oracle for placement under jit too.
+  """
   if fork is None or upstream is None:
     return [("missing", "fork" if fork is None else "upstream")]
   if not upstream["ok"]:
@@ -163,7 +175,13 @@ def check_run(qualname, mode, how, fork, upstream):
   place = lambda r: [(l.get("devices"), l.get("committed"))
                      for l in r["leaves"]]
   v = placement_violations(fork, mode)
-  if how == "eager":
+  if flags_off:
+    if place(fork) != place(upstream):
+      diffs.append(("placement", "; ".join(
+          f"leaf {i} on cpu:{d} committed={c}, upstream cpu:{ud} "
+          f"committed={uc}" for i, ((d, c), (ud, uc)) in enumerate(
+              zip(place(fork), place(upstream))) if (d, c) != (ud, uc))))
+  elif how == "eager":
     # Eager JAX is the oracle; a departure from it must follow the rule.
     if place(fork) != place(upstream):
       up = "; ".join(f"leaf {i} upstream on cpu:{d} committed={c}"
@@ -201,7 +219,8 @@ def close(eager, jit):
   return True
 
 
-def compare(cases, fork_records, upstream_records, run_modes):
+def compare(cases, fork_records, upstream_records, run_modes,
+            flags_off=False):
   """Compares two runner outputs.
 
   Args:
@@ -219,8 +238,8 @@ def compare(cases, fork_records, upstream_records, run_modes):
     for mode, how in run_modes(q, args, kwargs):
       f = fork_records.get((q, mode, how))
       u = upstream_records.get((q, mode, how))
-      diffs = [(k, d, expected_reason(q, mode, how, k))
-               for k, d in check_run(q, mode, how, f, u)]
+      diffs = [(k, d, expected_reason(q, mode, how, k, flags_off))
+               for k, d in check_run(q, mode, how, f, u, flags_off)]
       runs.append((q, mode, how, diffs))
       if u is not None and u["ok"]:
         v = placement_violations(u, mode)
