@@ -92,19 +92,14 @@ def make_branch(out: Path, patch_dir: Path = forklib.REPO / "patches",
                                           step)
             if forklib.patch_step(p) != "fork"]
   tests = forklib.upstream_test_files(series)
-  exclude = []
-  if tests and jax_repo is not None:
-    for path in tests:
-      (tree / path).parent.mkdir(parents=True, exist_ok=True)
-      (tree / path).write_bytes(
-          forklib.upstream_file(jax_repo, pins.tests_commit, path))
+  exclude = forklib.write_upstream_tests(tree, tests, jax_repo,
+                                         pins.tests_commit)
+  if tests and not exclude:
     git("add", "-A", cwd=tree)
     git(*_IDENTITY, "commit", "-q", "-m",
         f"{', '.join(tests)} from jax-ml/jax {pins.tests_commit[:12]}\n\n"
         "The release's tests are in neither its wheel nor its sdist.",
         cwd=tree)
-  elif tests:
-    exclude = [f"--exclude={p}" for p in tests]
   for patch in series:
     r = git(*_IDENTITY, "am", "-q", *exclude, str(patch.resolve()), cwd=tree,
             check=False)

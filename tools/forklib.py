@@ -312,6 +312,21 @@ def upstream_file(jax_repo: Path, commit: str, path: str) -> bytes:
   return r.stdout
 
 
+def write_upstream_tests(tree: Path, tests: list[str], jax_repo: Path | None,
+                         commit: str) -> list[str]:
+  """Writes upstream's `tests` at `commit` into `tree`, from a jax-ml/jax clone.
+
+  Returns the `git am` arguments that leave their hunks out when there is no
+  clone to take them from (none when they were written).
+  """
+  if jax_repo is None:
+    return [f"--exclude={p}" for p in tests]
+  for path in tests:
+    (tree / path).parent.mkdir(parents=True, exist_ok=True)
+    (tree / path).write_bytes(upstream_file(jax_repo, commit, path))
+  return []
+
+
 def stamp_version(stage: Path, version: str, pins: Pins) -> None:
   """Writes the fork's version where upstream's release build writes its own."""
   path = stage / "jax" / "version.py"

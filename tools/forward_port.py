@@ -93,10 +93,7 @@ def forward_port(jax_repo: Path, ref: str, out: Path):
   tests = forklib.upstream_test_files(_series())
   have = [p for p in tests
           if _has(jax_repo, pins.tests_commit, p) and _has(jax_repo, commit, p)]
-  for path in have:
-    (tree / path).parent.mkdir(parents=True, exist_ok=True)
-    (tree / path).write_bytes(
-        forklib.upstream_file(jax_repo, pins.tests_commit, path))
+  forklib.write_upstream_tests(tree, have, jax_repo, pins.tests_commit)
   exclude = [f"--exclude={p}" for p in tests if p not in have]
   _commit(tree, f"the release's jax/ files ({pins.jax_filename})")
   git("tag", "release-files", cwd=tree)

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -33,8 +35,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import forklib  # noqa: E402
 
 _LINT = forklib.REPO / "tools" / "lint"
-_HEADER = ("# Copyright 2026 The JAX Authors.\n#\n"
-           "# Licensed under the Apache License, Version 2.0 (the \"License\");")
+# New modules carry the license header of the release's own modules, with
+# the year they were written in.
+_HEADER_YEAR = "2026"
+
+
+def _license_header(release: Path) -> str:
+  """The leading comment block of the release's core module, for new files."""
+  lines = (release / "jax" / "_src" / "core.py").read_text().splitlines(True)
+  block = "".join(itertools.takewhile(lambda l: l.startswith("#"), lines))
+  return re.sub(r"\d{4}", _HEADER_YEAR, block, count=1)
 
 
 def _bin(name: str) -> str:
@@ -117,10 +127,11 @@ def _lint(out: Path) -> list[str]:
   forklib.stage_fork(series, wheel, forklib.REPO / "patches")
   changed, added = _touched(patches)
   failures = []
+  header = _license_header(upstream)
   for name in added:
-    if not (series / name).read_text().startswith(_HEADER):
+    if not (series / name).read_text().startswith(header):
       failures.append(f"{name}: no license header (as upstream's: "
-                      f"{_HEADER.splitlines()[0]!r} ...)")
+                      f"{header.splitlines()[0]!r} ...)")
   for tool, run in (("ruff", lambda t: _ruff(t, changed)),
                     ("pyrefly", _pyrefly)):
     before, after = run(upstream), run(series)

@@ -78,16 +78,12 @@ def checkout(tree: Path, patch_dir: Path, repo: Path = forklib.REPO,
     shutil.copytree(Path(tmp) / "jax", tree / "jax")
   message = (f"upstream: jax {pins.jax_version}, pristine\n\n"
              f"From PyPI's {pins.jax_filename}, sha256 {pins.jax_sha256}.")
-  exclude = []
-  if tests and jax_repo is not None:
-    for path in tests:
-      (tree / path).parent.mkdir(parents=True, exist_ok=True)
-      (tree / path).write_bytes(
-          forklib.upstream_file(jax_repo, pins.tests_commit, path))
+  exclude = forklib.write_upstream_tests(tree, tests, jax_repo,
+                                         pins.tests_commit)
+  if tests and not exclude:
     message += (f"\n{', '.join(tests)} from jax-ml/jax "
                 f"{pins.tests_commit[:12]}.")
   elif tests:
-    exclude = [f"--exclude={p}" for p in tests]
     message += f"\nWithout {', '.join(tests)}: {_NO_TESTS}"
   git("init", "-q", "-b", "main", cwd=tree)
   _commit_all(tree, message)
