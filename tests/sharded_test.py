@@ -3,7 +3,7 @@
 # Array-API code writes `xp.zeros(n, device=x.device)`. For x sharded over a
 # mesh, `x.device` is its NamedSharding, and `device=` of a creation function
 # fits that sharding to the new shape (`device_tracing.fit_sharding`; issue
-# 15, patch 0032). Each test runs one pattern (a function of x) eagerly, in
+# 15, patch 0031). Each test runs one pattern (a function of x) eagerly, in
 # the fork, as the oracle, and again under a transformation:
 #
 #   jit             jax.jit(f)(x)                  against f(x)
@@ -290,7 +290,7 @@ def _cases():
 
 
 # --------------------------------------------------------------------------
-# Known failures in the fork (2026-12, patch 0032): globs over the test-case
+# Known failures in the fork (2026-12, patch 0031): globs over the test-case
 # names (the part after `test_agrees_`), each with its reason. They run as
 # expected failures: a fix shows up as an unexpected success, which fails.
 
@@ -310,7 +310,7 @@ _REASONS = {
         "like x eagerly, but jit (and jit(vmap)) does not lay it out like x: "
         "upstream returns it uncommitted on one device (cpu:0), the fork "
         "replicated over x's devices (a GSPMDSharding: x, unused, places the "
-        "computation, patch 0005); under jax.set_mesh it agrees"),
+        "computation, patch 0008); under jax.set_mesh it agrees"),
     "empty_like_device_vmap": (
         "fork regression: eager vmap(lambda x: empty_like(x, "
         "device=x.device)) returns the batch replicated, spec P(None, None), "
