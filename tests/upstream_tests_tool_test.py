@@ -63,6 +63,25 @@ _FILES_V2 = {
           assert nsm.anything
         """),
     "tests/helper_lib.py": "from jax._src import absent_in_helper_xyz\n",
+    # As upstream's test files: 8 devices asked for at import, and a test
+    # that skips with fewer.
+    "tests/devices_test.py": textwrap.dedent("""\
+        import pytest
+        import jax
+        from jax._src import test_util as jtu
+
+        jtu.request_cpu_devices(8)
+
+
+        def test_needs_eight():
+          if jax.device_count() < 8:
+            pytest.skip("needs 8 devices")
+          assert jax.device_count() == 8
+
+
+        def test_on_one_or_eight():
+          assert jax.device_count() in (1, 8), jax.devices()
+        """),
     "tests/uses_helper_test.py": textwrap.dedent("""\
         import helper_lib
 
@@ -188,6 +207,24 @@ class UpstreamTestsToolTest(absltest.TestCase):
         f"HEAD ({self.v2[:12]})", "upstream {'passed': 3}; fork {'passed': 3}",
         "0 tests pass upstream and fail on the fork"])
     self.assertNotIn("NO VERDICT", output)
+
+  def test_devices_fixes_the_number_of_cpu_devices(self):
+    # 8 by default (what the file asks for); --devices 1 wins over the
+    # file's request, and the test that needs 8 skips on both sides.
+    self._run("devices_test.py", status=0, expected=[
+        "upstream {'passed': 2}; fork {'passed': 2}"])
+    output, out = self._run("--devices", "1", "devices_test.py", status=0,
+                            expected=[
+        "on 1 CPU device(s)",
+        "upstream {'skipped': 1, 'passed': 1}; "
+        "fork {'skipped': 1, 'passed': 1}"])
+    for env in ("venv-upstream", "venv"):
+      outcomes, _ = upstream_tests.outcomes(out / f"devices_test.{env}.xml")
+      self.assertEqual(outcomes, {
+          "tests.devices_test::test_needs_eight": "skipped",
+          "tests.devices_test::test_on_one_or_eight": "passed"}, output)
+    self._run("--devices", "0", "devices_test.py", status=2,
+              expected=["--devices 0: expected a number >= 1"])
 
   def test_ref_picks_an_older_commits_tests(self):
     _, out = self._run("--ref", "v1", "simple_test.py", status=0, expected=[

@@ -2,7 +2,7 @@
 """Runs upstream JAX's own tests against the fork and against upstream.
 
   python tools/upstream_tests.py --jax-repo DIR [--ref REF] [--fork-tree TREE]
-      [--flags-off] [--out OUT] [-k EXPR] [-n N] TEST...
+      [--flags-off] [--devices N] [--out OUT] [-k EXPR] [-n N] TEST...
 
 DIR is a clone (or bare git directory) of jax-ml/jax: its tests/, conftest.py
 and pyproject.toml at REF (a commit, tag or branch; default HEAD) are
@@ -11,9 +11,10 @@ repository's tracked files), and re-extracted when REF resolves to another
 commit. Each TEST is a file of tests/ (api_test.py) or a pytest node id in one
 (api_test.py::APITest::test_jit_basic). The tests of each file run in
 .venv-upstream and in .venv (or, with --fork-tree, in .venv with TREE, a
-`tools/pq.py checkout`, first on sys.path), on 8 virtual CPU devices. Names
-that the test file imports from jax but the installed jax lacks are bound to
-None first, so that only the tests that use them fail (on both alike).
+`tools/pq.py checkout`, first on sys.path), on 8 virtual CPU devices
+(N with --devices N, below). Names that the test file imports from jax but
+the installed jax lacks are bound to None first, so that only the tests
+that use them fail (on both alike).
 Where the series changes an upstream test's expectation (a hunk of the
 test file in a patch), the extracted file gets the series' hunks, so that
 both run the test as the series has it. The report lists, per file, how
@@ -24,6 +25,14 @@ and fails on the fork.
 (JAX_DEVICE_TRACING=0, JAX_DEVICE_TRACING_CROSS_DEVICE=0) and applies only
 the hunks of the patches proposed upstream (not the fork-only ones, whose
 changes follow the fork's defaults): the series as upstream would have it.
+
+--devices N runs both on N virtual CPU devices instead of 8 (--devices 1:
+what most users have, one device). Upstream's test files ask for 8 at
+import (`jtu.request_cpu_devices(8)`, which overrides XLA_FLAGS), so the
+pytest runs load the plugin tools/pytest_plugins/devtrace_cpu_devices.py
+(`-p`, with DEVTRACE_CPU_DEVICES=N), which fixes the count before the files
+load; the tests that need more devices skip, as upstream's own do. Use an
+--out of its own, or the 8-device runs' reports there are overwritten.
 
 Exit status: 0 when every run gave a verdict and no test passes upstream and
 fails on the fork; 1 when some test does; 2 when some run gave no verdict
@@ -55,6 +64,10 @@ sys.path.insert(0, str(REPO / "tools"))
 import forklib  # noqa: E402
 
 ENVS = (".venv-upstream", ".venv")
+# The pytest plugin that fixes the number of CPU devices (--devices).
+_DEVICES_PLUGIN = "devtrace_cpu_devices"
+_DEVICES_PLUGIN_DIR = REPO / "tools" / "pytest_plugins"
+_DEVICES_ENV = "DEVTRACE_CPU_DEVICES"
 _FLAGS_OFF = {"JAX_DEVICE_TRACING": "0", "JAX_DEVICE_TRACING_CROSS_DEVICE": "0"}
 _MARK = "# not in the installed jax"
 
@@ -257,13 +270,22 @@ def _dropped(path: Path) -> list[str]:
           if line.rstrip().endswith(_MARK)]
 
 
-def _test_env(pythonpath: str | None) -> dict[str, str]:
+def _test_env(pythonpath: str | None,
+              devices: int | None = None) -> dict[str, str]:
+  """The environment of a pytest run: 8 CPU devices, or `devices` with the
+  plugin that fixes the count on the path (the run loads it with -p)."""
   env = dict(os.environ)
+  env.pop(_DEVICES_ENV, None)   # only --devices sets it
   env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                      " --xla_force_host_platform_device_count=8").strip()
+                      " --xla_force_host_platform_device_count="
+                      f"{devices or 8}").strip()
   env["JAX_PLATFORMS"] = "cpu"
   if pythonpath:
     env["PYTHONPATH"] = pythonpath
+  if devices:
+    env[_DEVICES_ENV] = str(devices)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (env.get("PYTHONPATH"), str(_DEVICES_PLUGIN_DIR)) if p)
   return env
 
 
@@ -329,10 +351,13 @@ def _gist(details: list[str], limit: int = 2) -> list[str]:
 
 def run(python: Path, tests_dir: Path, tests: list[str], xml: Path, n: int,
         k: str | None, pythonpath: str | None,
-        flags: dict[str, str] | None = None) -> Result:
-  """Runs pytest on `tests` (paths or node ids under tests/)."""
-  env = {**_test_env(pythonpath), **(flags or {})}
+        flags: dict[str, str] | None = None,
+        devices: int | None = None) -> Result:
+  """Runs pytest on `tests` (paths or node ids under tests/), on 8 CPU
+  devices or, with `devices`, on that many."""
+  env = {**_test_env(pythonpath, devices), **(flags or {})}
   cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         *(["-p", _DEVICES_PLUGIN] if devices else []),
          "--rootdir", str(tests_dir),
          "--junitxml", str(xml), "-o", "junit_family=xunit1",
          *(["-n", str(n)] if n > 1 else []), *(["-k", k] if k else []),
@@ -393,6 +418,10 @@ def main(argv=None) -> int:
   ap.add_argument("--flags-off", action="store_true",
                   help="the fork with every device-tracing flag off, and the "
                   "hunks of the non-fork patches only")
+  ap.add_argument("--devices", type=int, metavar="N",
+                  help="run both on N virtual CPU devices instead of the 8 "
+                  "the test files request (1: as with one accelerator); "
+                  "tests that need more skip")
   ap.add_argument("-k", help="pytest -k expression")
   ap.add_argument("-n", type=int, default=1,
                   help="pytest-xdist workers (1: sequential; with more, test "
@@ -404,6 +433,8 @@ def main(argv=None) -> int:
                   help="a file of tests/ (api_test.py) or a node id "
                   "(api_test.py::APITest::test_jit_basic)")
   args = ap.parse_args(argv)
+  if args.devices is not None and args.devices < 1:
+    ap.error(f"--devices {args.devices}: expected a number >= 1")
 
   out = args.out.resolve()
   tests_dir = out / "src"
@@ -415,7 +446,8 @@ def main(argv=None) -> int:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"upstream tests from jax-ml/jax {args.ref} ({commit[:12]})"
-        + (", the fork with its flags off" if args.flags_off else ""))
+        + (", the fork with its flags off" if args.flags_off else "")
+        + (f", on {args.devices} CPU device(s)" if args.devices else ""))
   regressions, problems = [], []
   for f, selected in _select(args.tests).items():
     print(f"{f}:", flush=True)
@@ -441,7 +473,7 @@ def main(argv=None) -> int:
       result = run(REPO / env_name / "bin" / "python", tests_dir, selected,
                    xml, args.n, args.k, pythonpath,
                    _FLAGS_OFF if args.flags_off and env_name == ENVS[1]
-                   else None)
+                   else None, args.devices)
       res[env_name] = result.outcomes
       if result.problem:
         print(f"  ERROR on {env_name}: {result.problem}")
