@@ -16,6 +16,16 @@ checked against
 
 Where upstream's placement departs from the rule it is recorded for the
 report.
+
+The program families (spec.FAMILY, conformance/families) are checked
+against eager mode instead: eagerly a program is checked against upstream's
+eager run as above; under jit and through the AOT stages it must do what the
+fork does eagerly (the same values bitwise, errors and devices; a result
+uncommitted eagerly may be committed, docs/design.md: the outputs of a
+committed computation are committed). The AOT stages must agree with each
+other and with the call (kind "aot"), and a donated argument must be deleted
+where upstream's jit deletes it (kind "donation"). With the flags off, every
+run of a program is checked against upstream's, as every other run is.
 """
 
 import os
@@ -23,6 +33,8 @@ import re
 import tomllib
 
 import numpy as np
+
+from conformance import spec  # pylint: disable=g-import-not-at-top
 
 # mode -> (device id, committed) of every array output, eager and jit.
 RULE = {
@@ -88,6 +100,10 @@ DIFF_KINDS = {
                  "eager mode (eager) puts it",
     "eager-rule": "eagerly the fork follows the rule where upstream's eager "
                   "mode does not",
+    "aot": "the AOT stages' out shardings disagree with each other or with "
+           "the call (with the flags off: with upstream's)",
+    "donation": "a donated argument is deleted where upstream's jit keeps it, "
+                "or kept where it deletes it",
 }
 
 
@@ -147,27 +163,117 @@ def placement_violations(rec, mode):
   return out
 
 
-def check_run(qualname, mode, how, fork, upstream, flags_off=False):
+def _check_errors(fork, oracle, name):
+  """Errors of a run against its oracle's: (differences, both succeeded).
+
+  If the oracle raises, the fork raises the same type or a subclass; if the
+  oracle succeeds, so does the fork.
+  """
+  if not oracle["ok"]:
+    oe = oracle["error"]
+    if fork["ok"]:
+      return [("fork-succeeds", f"{name} raises {oe['type']}: "
+                                f"{oe['message'][:150]}")], False
+    if oe["type"] not in fork["error"]["mro"]:
+      return [("error-type", f"{fork['error']['type']}: "
+                             f"{fork['error']['message'][:150]} vs {name} "
+                             f"{oe['type']}: {oe['message'][:150]}")], False
+    return [], False
+  if not fork["ok"]:
+    fe = fork["error"]
+    return [("fork-raises", f"{fe['type']}: {fe['message'][:200]}")], False
+  return [], True
+
+
+def _check_program(fork, eager, mode):
+  """A program's run under jit or AOT against the fork's eager run."""
+  mode_device = RULE[mode][0]
+  if eager is None:
+    return [("missing", "fork eager")]
+  diffs, both_ok = _check_errors(fork, eager, "eager mode")
+  if not both_ok:
+    return diffs
+  if [_leaf_key(l) for l in fork["leaves"]] != [
+      _leaf_key(l) for l in eager["leaves"]]:
+    diffs.append(("value", _describe_value_diff(fork["leaves"],
+                                                eager["leaves"]) + " (eager)"))
+  # A value committed eagerly is where it is eagerly. One uncommitted
+  # eagerly lands committed on the computation's home device (the rule's
+  # departures, docs/design.md): the mode's device (a committed argument's),
+  # or the one device that the committed values inside commit to.
+  committed_eagerly = {tuple(b["devices"]) for b in eager["leaves"]
+                       if b.get("committed")}
+  homes = {(mode_device,)}
+  if len(committed_eagerly) == 1:
+    homes |= committed_eagerly
+  def placed(a, b):
+    if a.get("devices") == b.get("devices"):
+      return a.get("committed", False) >= b.get("committed", False)
+    return (not b.get("committed") and a.get("committed") and
+            tuple(a["devices"]) in homes)
+  misplaced = [
+      f"leaf {i} on cpu:{a.get('devices')} committed={a.get('committed')}, "
+      f"eagerly cpu:{b.get('devices')} committed={b.get('committed')}"
+      for i, (a, b) in enumerate(zip(fork["leaves"], eager["leaves"]))
+      if not placed(a, b)]
+  if misplaced:
+    diffs.append(("placement", "; ".join(misplaced[:3])))
+  return diffs
+
+
+def _check_aot(fork, upstream, flags_off):
+  """The AOT stages' out shardings of one run."""
+  aot = fork.get("aot") if fork["ok"] else None
+  if aot is None:
+    return []
+  if flags_off:
+    up = upstream.get("aot") if upstream["ok"] else None
+    return [] if aot == up else [("aot", f"{aot} vs upstream {up}")]
+  # Traced and Lowered name no sharding for an output that the computation
+  # does not commit (as upstream); any they name is the call's, as is every
+  # one Compiled names.
+  call = aot["call"]
+  wrong = [f"{k}: {aot[k]}" for k in ("traced", "lowered")
+           if aot[k] != aot["traced"] or
+           any(s not in ("None", c) for s, c in zip(aot[k], call))]
+  if aot["compiled"] != call:
+    wrong.append(f"compiled: {aot['compiled']}")
+  return [("aot", "; ".join(wrong) + f"; the call: {aot['call']}")
+          ] if wrong else []
+
+
+def _check_donation(fork, upstream):
+  deleted = fork.get("deleted") if fork["ok"] else None
+  up = upstream.get("deleted") if upstream["ok"] else None
+  if deleted is None or up is None or deleted == up:
+    return []
+  return [("donation", f"inputs deleted: {deleted}, upstream's jit: {up}")]
+
+
+def check_run(qualname, mode, how, fork, upstream, flags_off=False,
+              fork_eager=None):
   """The differences of one run: a list of (kind, description).
 
-  With `flags_off`, upstream is the oracle for placement under jit too.
+  With `flags_off`, upstream is the oracle for placement under jit too. A
+  program of a family is checked under jit and AOT against `fork_eager`, the
+  fork's eager run of the same mode.
   """
   if fork is None or upstream is None:
     return [("missing", "fork" if fork is None else "upstream")]
-  if not upstream["ok"]:
-    ue = upstream["error"]
-    if fork["ok"]:
-      return [("fork-succeeds", f"upstream raises {ue['type']}: "
-                                f"{ue['message'][:150]}")]
-    if ue["type"] not in fork["error"]["mro"]:
-      return [("error-type", f"{fork['error']['type']}: "
-                             f"{fork['error']['message'][:150]} vs upstream "
-                             f"{ue['type']}: {ue['message'][:150]}")]
-    return []
-  if not fork["ok"]:
-    fe = fork["error"]
-    return [("fork-raises", f"{fe['type']}: {fe['message'][:200]}")]
-  diffs = []
+  if qualname.startswith(spec.FAMILY) and how != "eager":
+    diffs = _check_aot(fork, upstream, flags_off)
+    diffs += _check_donation(fork, upstream)
+    if not flags_off:
+      return _check_program(fork, fork_eager, mode) + diffs
+    return _check_upstream(mode, how, fork, upstream, flags_off) + diffs
+  return _check_upstream(mode, how, fork, upstream, flags_off)
+
+
+def _check_upstream(mode, how, fork, upstream, flags_off):
+  """One run against upstream's same run."""
+  diffs, both_ok = _check_errors(fork, upstream, "upstream")
+  if not both_ok:
+    return diffs
   if [_leaf_key(l) for l in fork["leaves"]] != [
       _leaf_key(l) for l in upstream["leaves"]]:
     diffs.append(("value", _describe_value_diff(fork["leaves"],
@@ -238,10 +344,11 @@ def compare(cases, fork_records, upstream_records, run_modes,
     for mode, how in run_modes(q, args, kwargs):
       f = fork_records.get((q, mode, how))
       u = upstream_records.get((q, mode, how))
+      fe = fork_records.get((q, mode, "eager"))
       diffs = [(k, d, expected_reason(q, mode, how, k, flags_off))
-               for k, d in check_run(q, mode, how, f, u, flags_off)]
+               for k, d in check_run(q, mode, how, f, u, flags_off, fe)]
       runs.append((q, mode, how, diffs))
-      if u is not None and u["ok"]:
+      if u is not None and u["ok"] and not q.startswith(spec.FAMILY):
         v = placement_violations(u, mode)
         if v:
           up_place.append((q, mode, how, v[0], expected_reason(

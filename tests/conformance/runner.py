@@ -23,6 +23,11 @@ The modes (cpu:3 is COMMITTED_DEVICE, cpu:5 DEFAULT_DEVICE):
   committed to cpu:3, array inputs uncommitted on the default device.
 
 Each mode runs eagerly ("eager") and under jit ("jit"), except J (jit only).
+The programs of the AOT family (families/aot.py) also run through the AOT
+stages ("aot": trace, lower, compile, call), recording the out shardings each
+stage gives. A program's `call_context` is entered around its call, and its
+`jit_kwargs` (donation) go to jax.jit; the runner then records which array
+inputs the call deleted.
 """
 
 import argparse
@@ -95,6 +100,8 @@ def modes(qualname, args, kwargs):
     out += [("D", "eager"), ("D", "jit")]
   if creation or n == 0:
     out += [("J", "jit")]
+  if qualname.startswith(spec.FAMILY + "aot."):
+    out += [(m, "aot") for m, how in out if how == "jit"]
   return out
 
 
@@ -153,6 +160,17 @@ def record_output(out):
   return leaves
 
 
+def aot_record(traced, lowered, compiled, out):
+  """The out shardings that each AOT stage and the call give, as strings."""
+  import jax
+  info = lambda tree: [str(getattr(o, "sharding", None))
+                       for o in jax.tree.leaves(tree)]
+  return dict(traced=info(traced.out_info), lowered=info(lowered.out_info),
+              compiled=[str(s) for s in jax.tree.leaves(
+                  compiled.output_shardings)],
+              call=[str(o.sharding) for o in jax.tree.leaves(out)])
+
+
 def record_error(e):
   msg = str(e).strip().splitlines()
   return dict(type=type(e).__name__,
@@ -174,18 +192,33 @@ def call(qualname, args, kwargs, mode, how):
     def f(*arrs):
       a, k = substitute(args, kwargs, arrs)
       return fn(*a, **k, **kw_extra)
+    call_ctx = getattr(fn, "call_context", contextlib.nullcontext)
+    jit_kwargs = getattr(fn, "jit_kwargs", {})
+    aot = None
     with ctx:
-      if how == "eager":
-        out = f(*arrays)
-      elif mode == "J":
+      if mode == "J":
         unused = jax.device_put(
             jax.numpy.zeros((), "float32"),
             jax.devices()[spec.COMMITTED_DEVICE])
-        out = jax.jit(lambda u, *arrs: f(*arrs))(unused, *arrays)
-      else:
-        out = jax.jit(f)(*arrays)
-      out = jax.block_until_ready(out)
+      with call_ctx():
+        if how == "eager":
+          out = f(*arrays)
+        elif mode == "J":
+          out = jax.jit(lambda u, *arrs: f(*arrs))(unused, *arrays)
+        elif how == "aot":
+          traced = jax.jit(f).trace(*arrays)
+          lowered = traced.lower()
+          compiled = lowered.compile()
+          out = compiled(*arrays)
+          aot = aot_record(traced, lowered, compiled, out)
+        else:
+          out = jax.jit(f, **jit_kwargs)(*arrays)
+        out = jax.block_until_ready(out)
     rec = dict(ok=True, leaves=record_output(out))
+    if aot is not None:
+      rec["aot"] = aot
+    if jit_kwargs and how == "jit":
+      rec["deleted"] = [a.is_deleted() for a in arrays]
   except Exception as e:  # pylint: disable=broad-except
     rec = dict(ok=False, error=record_error(e))
   rec["seconds"] = time.perf_counter() - t0

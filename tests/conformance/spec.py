@@ -28,7 +28,17 @@ MODULES = {
     "scipy.signal": "jax.scipy.signal",
     "scipy.stats": "jax.scipy.stats",
     "random": "jax.random",
+    # Program families (conformance/families): whole programs whose oracle
+    # is eager mode.
+    "family.refs": "conformance.families.refs",
+    "family.callbacks": "conformance.families.callbacks",
+    "family.transfer_guard": "conformance.families.transfer_guard",
+    "family.donation": "conformance.families.donation",
+    "family.aot": "conformance.families.aot",
+    "family.array_lists": "conformance.families.array_lists",
 }
+
+FAMILY = "family."
 
 # The key device ids of the modes (see runner.py).
 COMMITTED_DEVICE = 3
@@ -529,6 +539,8 @@ def public_functions():
         continue
       if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
         continue
+      if short.startswith(FAMILY) and obj.__module__ != mod.__name__:
+        continue  # imported, not a program of the family
       out.append((f"{short}.{name}", obj))
   return out
 
@@ -556,7 +568,7 @@ def module_of(qualname):
 
 # The fast subset that tests/conformance_test.py runs: functions spread over
 # every module, with one, two and three array inputs, creation functions,
-# control flow and keys.
+# control flow and keys, and programs of every family.
 FAST = [
     "jnp.add", "jnp.sin", "jnp.where", "jnp.matmul", "jnp.sum", "jnp.cumsum",
     "jnp.sort", "jnp.take", "jnp.concatenate", "jnp.einsum", "jnp.clip",
@@ -576,4 +588,15 @@ FAST = [
     "scipy.stats.uniform.logpdf",
     "random.normal", "random.uniform", "random.split", "random.bits",
     "random.choice", "random.key", "random.bernoulli", "random.fold_in",
+    "family.refs.written_on_another_device", "family.refs.updated_then_moved",
+    "family.callbacks.ordered_io_callbacks_across_devices",
+    "family.callbacks.debug_callback_on_two_devices",
+    "family.transfer_guard.explicit_moves_of_an_argument",
+    "family.transfer_guard.implicit_move",
+    "family.donation.read_by_a_stage_after_its_transfer",
+    "family.donation.returned_as_it_is",
+    "family.aot.computed_where_committed",
+    "family.aot.moved_to_a_one_device_mesh",
+    "family.array_lists.asarray_with_numpy",
+    "family.array_lists.array_of_two_arguments",
 ]
