@@ -180,7 +180,8 @@ class ConformanceTest(jtu.JaxTestCase):
     # Values (bitwise), errors, devices and committed flags: every difference
     # that compare.EXPECTED does not explain, collected over the modes.
     flag = getattr(config, "device_tracing_cross_device", None)
-    if qualname.startswith(spec.FAMILY) and not (flag and flag.value):
+    if qualname.startswith(spec.FAMILY) and not (flag is not None and
+                                                 flag.value):
       self.skipTest("a program family needs jax_device_tracing_cross_device "
                     "(step 2)")
     problems, eager = [], {}
