@@ -185,6 +185,15 @@ def _check_errors(fork, oracle, name):
   return [], True
 
 
+def _value_diffs(fork, oracle, note=""):
+  """A "value" difference if any leaf differs bitwise from the oracle's."""
+  if [_leaf_key(l) for l in fork["leaves"]] == [
+      _leaf_key(l) for l in oracle["leaves"]]:
+    return []
+  return [("value", _describe_value_diff(fork["leaves"], oracle["leaves"])
+           + note)]
+
+
 def _check_program(fork, eager, mode):
   """A program's run under jit or AOT against the fork's eager run."""
   mode_device = RULE[mode][0]
@@ -193,10 +202,7 @@ def _check_program(fork, eager, mode):
   diffs, both_ok = _check_errors(fork, eager, "eager mode")
   if not both_ok:
     return diffs
-  if [_leaf_key(l) for l in fork["leaves"]] != [
-      _leaf_key(l) for l in eager["leaves"]]:
-    diffs.append(("value", _describe_value_diff(fork["leaves"],
-                                                eager["leaves"]) + " (eager)"))
+  diffs += _value_diffs(fork, eager, " (eager)")
   # A value committed eagerly is where it is eagerly. One uncommitted
   # eagerly lands committed on the computation's home device (the rule's
   # departures, docs/design.md): the mode's device (a committed argument's),
@@ -274,10 +280,7 @@ def _check_upstream(mode, how, fork, upstream, flags_off):
   diffs, both_ok = _check_errors(fork, upstream, "upstream")
   if not both_ok:
     return diffs
-  if [_leaf_key(l) for l in fork["leaves"]] != [
-      _leaf_key(l) for l in upstream["leaves"]]:
-    diffs.append(("value", _describe_value_diff(fork["leaves"],
-                                                upstream["leaves"])))
+  diffs += _value_diffs(fork, upstream)
   place = lambda r: [(l.get("devices"), l.get("committed"))
                      for l in r["leaves"]]
   v = placement_violations(fork, mode)
