@@ -55,6 +55,7 @@ def per_call(fn, n):
   """Median over REPEATS of the mean time of n calls to fn()."""
   samples = []
   for _ in range(REPEATS):
+    gc.collect()  # as for the instruction counts: from a collected heap
     t = time.perf_counter()
     for _ in range(n):
       fn()
@@ -540,6 +541,10 @@ def instructions(labels):
     os.getppid()
 
   def block(label, fn, n=1):
+    # Each block starts from a collected heap, so where the cyclic collector
+    # runs inside it depends only on what the block itself allocates (not on
+    # what the rows before it left behind).
+    gc.collect()
     mark(None)
     for _ in range(n):
       fn()
