@@ -31,6 +31,7 @@ at most 64 MiB of files. So the wheels travel in parts:
 
 import argparse
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
@@ -39,22 +40,26 @@ import subprocess
 import sys
 import tarfile
 
-REPO = Path(__file__).resolve().parent.parent
+import forklib
+
+REPO = forklib.REPO
 PARTS = REPO / ".gpu"
 PART_SIZE = 58 << 20
 REMOTE = Path("/tmp/devtrace-gpu")
-CUDA_WHEELS = ("jax-cuda13-plugin==0.12.0.1", "jax-cuda13-pjrt==0.12.0.1")
+CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt")  # at jaxlib's version
 ROUNDS = 3  # processes per environment, alternating
 BEGIN, END = "<!-- gpu: begin -->", "<!-- gpu: end -->"
 
 
 def _wheels() -> dict[str, Path]:
+  pins = forklib.load_pins()
   fork = sorted((REPO / "dist").glob("jax-*+devtrace*-py3-none-any.whl"))
-  upstream = sorted((REPO / "build/cache").glob("jax-*-py3-none-any.whl"))
-  jaxlib = sorted((REPO / "build/wheelhouse").glob("jaxlib-*.whl"))
-  if not (fork and upstream and jaxlib):
+  jaxlib = sorted((REPO / "build/wheelhouse").glob(
+      f"jaxlib-{pins.jaxlib_version}-*.whl"))
+  if not (fork and jaxlib):
     sys.exit("gpu_bench: run ./setup.sh first (it makes the fork's wheel and "
-             "downloads upstream's jax and jaxlib)")
+             "downloads jaxlib)")
+  upstream = forklib.fetch_upstream(pins)
   cuda = REPO / "build/gpu-wheels"
   if not list(cuda.glob("*.whl")):
     cuda.mkdir(parents=True, exist_ok=True)
@@ -63,9 +68,9 @@ def _wheels() -> dict[str, Path]:
          "--only-binary=:all:", "--python-version", "3.12",
          "--implementation", "cp", "--platform", "manylinux_2_27_x86_64",
          "--platform", "manylinux_2_28_x86_64", "-d", str(cuda),
-         *CUDA_WHEELS], check=True)
+         *(f"{p}=={pins.jaxlib_version}" for p in CUDA_PLUGINS)], check=True)
   out = {"fork/" + fork[-1].name: fork[-1],
-         "upstream/" + upstream[-1].name: upstream[-1],
+         "upstream/" + upstream.name: upstream,
          "common/" + jaxlib[-1].name: jaxlib[-1]}
   for w in sorted(cuda.glob("*.whl")):
     out["cuda/" + w.name] = w
@@ -94,13 +99,11 @@ def read_parts(folder: Path, sha256_file: Path) -> bytes:
 def prepare(args):
   shutil.rmtree(PARTS, ignore_errors=True)
   PARTS.mkdir()
-  archive = PARTS / "wheels.tar"
-  with tarfile.open(archive, "w") as tar:
+  archive = io.BytesIO()
+  with tarfile.open(fileobj=archive, mode="w") as tar:
     for name, path in _wheels().items():
       tar.add(path, arcname=name)
-  data = archive.read_bytes()
-  archive.unlink()
-  n = write_parts(data, PARTS, PART_SIZE)
+  n = write_parts(archive.getvalue(), PARTS, PART_SIZE)
   print(f"{n} parts of at most {PART_SIZE >> 20} MiB in {PARTS}; "
         "device calls, one after the other:")
   for i in range(n):
@@ -132,8 +135,7 @@ def device_run(args):
   envs = {}
   if args.platform == "gpu":
     data = read_parts(REMOTE, PARTS / "sha256")
-    (REMOTE / "wheels.tar").write_bytes(data)
-    with tarfile.open(REMOTE / "wheels.tar") as tar:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
       tar.extractall(REMOTE / "wheels", filter="data")
     w = REMOTE / "wheels"
     common = sorted((w / "common").glob("*.whl")) + sorted(
@@ -185,7 +187,8 @@ def report(args):
   lines = [
       (f"GPU: {fork[0]['device']} ({fork[0]['platform']}), upstream jax "
        f"{up[0]['jax']} against the fork, jax {fork[0]['jax']} (flags on), "
-       f"both on jaxlib 0.12.0.1 with its CUDA plugin; {len(fork)} "
+       f"both on jaxlib {forklib.load_pins().jaxlib_version} with its CUDA "
+       f"plugin; {len(fork)} "
        "processes each, alternating; the best of each process's "
        "repetitions, then the best over processes."),
       "",
