@@ -54,8 +54,10 @@ def want(*rows):
 def per_call(fn, n):
   """Median over REPEATS of the mean time of n calls to fn()."""
   samples = []
+  # From a collected heap, as for the instruction counts: once per row
+  # (before every repetition, collecting lengthened a full run by minutes).
+  gc.collect()
   for _ in range(REPEATS):
-    gc.collect()  # as for the instruction counts: from a collected heap
     t = time.perf_counter()
     for _ in range(n):
       fn()
