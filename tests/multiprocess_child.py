@@ -47,8 +47,7 @@ def _sharding_info(a):
 def _device_str(dev):
   """What `x.device` gave: a Device (by id) or a Sharding (its str)."""
   import jax
-  from jax._src import core
-  if isinstance(dev, (jax.Device, core.AbstractDevice)):
+  if isinstance(dev, jax.Device):
     return f"Device(id={dev.id})"
   return f"{type(dev).__name__}: {dev}"
 
