@@ -339,11 +339,15 @@ def trace_and_lower(results, counts):
     results[f"trace+lower: {name}"] = samples
 
 
-def _first_call_function(traces=None):
+def _first_call_function(traces=None, salt=None):
+  # `salt` makes each repetition's program its own: the fork lowers equal
+  # programs that name other devices once, and compiles a module once per
+  # device, so a repetition of the same program would skip both.
   def g(a):
     if traces is not None:
       traces.append(1)
-    return jnp.sin(a) * 2 + a.sum()
+    out = jnp.sin(a) * 2 + a.sum()
+    return out if salt is None else out + salt
   return jax.jit(g)
 
 
@@ -375,9 +379,9 @@ def first_calls(results, counts, k=8):
 
 def _small_first_calls(results, counts, k):
   samples = []
-  for _ in range(max(2, REPEATS // 2)):
+  for rep in range(max(2, REPEATS // 2)):
     traces = []
-    f = _first_call_function(traces)
+    f = _first_call_function(traces, salt=float(rep + 1))
     args = _first_call_args(k)
     with (jtu.count_jit_and_pmap_lowerings() as lowerings,
           jtu.count_jit_compilation_cache_miss() as compiles):
@@ -430,12 +434,14 @@ def _big_first_call_args():
   return args
 
 
-def _big_first_call_function(traces=None):
+def _big_first_call_function(traces=None, salt=None):
+  # `salt`: as in _first_call_function (a factor, so that grad keeps it).
   mlp = _mlp(200)
   def loss(params, x):
     if traces is not None:
       traces.append(1)
-    return mlp(params, x)
+    out = mlp(params, x)
+    return out if salt is None else out * (1.0 + salt * 2.0 ** -20)
   return jax.jit(jax.grad(loss))
 
 
@@ -448,9 +454,9 @@ def big_first_call(results, counts):
     return
   args = _big_first_call_args()
   samples = []
-  for _ in range(max(1, REPEATS // 5)):
+  for rep in range(max(1, REPEATS // 5)):
     traces = []
-    f = _big_first_call_function(traces)
+    f = _big_first_call_function(traces, salt=float(rep + 1))
     gc.collect()
     with (jtu.count_jit_and_pmap_lowerings() as lowerings,
           jtu.count_jit_compilation_cache_miss() as compiles):
