@@ -5,6 +5,7 @@ environment; prints one JSON object: {metric: [samples...]} plus counts.
 Times are seconds per operation (per call, per trace+lower).
 
   worker.py [all|memory|instructions] [--only TEXT]... [--skip TEXT]...
+  worker.py lines --row ROW
 
 --only keeps the rows whose name contains one of the TEXTs (and their
 counts); --skip leaves out the rows whose name contains one of them. Rows
@@ -373,7 +374,7 @@ def _first_call_args(k):
 def first_calls(results, counts, k=8):
   if want(f"first call on {k} new devices (trace+lower+compile)"):
     _small_first_calls(results, counts, k)
-  if want("one lowering of the first-call program", *TRACES):
+  if want("one lowering of the first-call program", *TRACES, BIG_TRACE):
     _one_trace_and_lowering(results)
 
 
@@ -411,9 +412,16 @@ def _one_trace_and_lowering(results):
   for name, make in TRACES.items():
     if want(name):
       results[name] = per_call(lambda: make().trace(a), 20)
+  if want(BIG_TRACE):
+    big = _big_first_call_args()[5]
+    results[BIG_TRACE] = per_call(
+        lambda: _big_first_call_function().trace(*big), 1)
 
 
 BIG_FIRST_CALL = "first call on 8 devices (200-layer MLP grad)"
+# One trace of the same program (no lowering): what each further device
+# pattern costs where a trace is keyed on the devices.
+BIG_TRACE = "trace: the 200-layer MLP grad"
 
 
 def _big_first_call_args():
@@ -606,6 +614,12 @@ def instructions(labels):
         make().trace(a)
       gc.collect()
       block(name, lambda: make().trace(a), 20)
+  if want(BIG_TRACE):
+    big = _big_first_call_args()[5]
+    for _ in range(2):
+      _big_first_call_function().trace(*big)
+    gc.collect()
+    block(BIG_TRACE, lambda: _big_first_call_function().trace(*big))
   if want("first call on 8 new devices (trace+lower+compile)"):
     f = _first_call_function()
     args = _first_call_args(8)
@@ -628,10 +642,66 @@ def instructions(labels):
     block(BIG_FIRST_CALL, lambda: [jax.block_until_ready(f(*a)) for a in args])
 
 
+# Rows whose profile `run.py --profile ROW` reports: name -> (set-up, block)
+# where set-up returns the block's arguments and warms what it uses.
+def _profile_blocks():
+  def traced(make):
+    a = jax.device_put(jnp.arange(64.0), D[5])
+    for _ in range(3):
+      make().trace(a)
+    return lambda: make().trace(a)
+
+  def first_call():
+    args = _first_call_args(8)
+    f = _first_call_function(salt=0.5)
+    jax.block_until_ready([f(a) for a in args])
+    f = _first_call_function(salt=1.5)
+    return lambda: [jax.block_until_ready(f(a)) for a in args]
+
+  def big_trace():
+    big = _big_first_call_args()[5]
+    _big_first_call_function().trace(*big)
+    return lambda: _big_first_call_function().trace(*big)
+
+  blocks = {name: (lambda make=make: traced(make))
+            for name, make in TRACES.items()}
+  blocks[BIG_TRACE] = big_trace
+  blocks["first call on 8 new devices (trace+lower+compile)"] = first_call
+  return blocks
+
+
+def lines(row):
+  """Python lines executed per function in one run of a row's block.
+
+  A profile that, like callgrind's counts, does not depend on the machine's
+  load: where a row's extra instructions go, by function.
+  """
+  import collections
+  import sys
+  fn = _profile_blocks()[row]()
+  gc.collect()
+  counts = collections.Counter()
+
+  def local(frame, event, arg):
+    if event == "line":
+      code = frame.f_code
+      counts[f"{code.co_filename.split('site-packages/')[-1]}:"
+             f"{code.co_name}"] += 1
+    return local
+
+  sys.settrace(lambda frame, event, arg: local if event == "call" else None)
+  try:
+    fn()
+  finally:
+    sys.settrace(None)
+  return dict(counts)
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("which", nargs="?", default="all",
-                  choices=("all", "memory", "instructions"))
+                  choices=("all", "memory", "instructions", "lines"))
+  ap.add_argument("--row", default=None, help="the row of `lines`")
   ap.add_argument("--only", action="append", default=[])
   ap.add_argument("--skip", action="append", default=[])
   args = ap.parse_args()
@@ -642,6 +712,10 @@ def main():
     labels = []
     instructions(labels)
     print(json.dumps({"version": jax.__version__, "labels": labels}))
+    return
+  if which == "lines":
+    print(json.dumps({"version": jax.__version__,
+                      "lines": lines(args.row)}))
     return
   if which == "memory":
     memory(results)
