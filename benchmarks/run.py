@@ -14,11 +14,11 @@ A quick smoke of some rows, e.g.:
   .venv/bin/python benchmarks/run.py --only "array API" --rounds 1 \
       --repeats 1 --no-instructions
 
-A full run takes about 22 minutes on 2 idle cores, most of it the
+A full run takes about 50 minutes on 2 idle cores, most of it the
 callgrind pass, and most of that the "first call on 8 devices (200-layer
-MLP grad)" row: 8 compiles of a large program per environment, under
-callgrind about 60 times slower; --skip "200-layer MLP grad)" leaves it
-out.
+MLP grad)" row: 8 compiles of a large program per environment (and in the
+fork 8 traces), under callgrind about 60 times slower; --skip "200-layer
+MLP grad)" leaves it out. --rounds 0 counts instructions only.
 
 Two measurements, both side by side in one run:
 
@@ -280,7 +280,8 @@ def main(argv=None) -> int:
                   help="instead of measuring: the Python lines each "
                   "environment executes in ROW's block, by function, and "
                   "where the fork's and flags-off's differ from upstream's "
-                  "(rows: the trace rows and the small first call)")
+                  "(rows: the trace rows, the two first calls, the eager rows but the "
+                  "array API's)")
   args = ap.parse_args(argv)
   if args.profile:
     return profile(args.profile)

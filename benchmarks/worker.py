@@ -663,10 +663,29 @@ def _profile_blocks():
     _big_first_call_function().trace(*big)
     return lambda: _big_first_call_function().trace(*big)
 
+  def big_first_call():
+    args = _big_first_call_args()
+    f = _big_first_call_function(salt=0.5)
+    jax.block_until_ready([f(*a) for a in args])
+    f = _big_first_call_function(salt=1.5)
+    return lambda: [jax.block_until_ready(f(*a)) for a in args]
+
   blocks = {name: (lambda make=make: traced(make))
             for name, make in TRACES.items()}
   blocks[BIG_TRACE] = big_trace
   blocks["first call on 8 new devices (trace+lower+compile)"] = first_call
+  blocks[BIG_FIRST_CALL] = big_first_call
+
+  def repeated(fn):
+    for _ in range(20):
+      jax.block_until_ready(fn())
+    return fn
+
+  for tag, put in _tags():
+    for name, fn in eager_cases(put).items():
+      blocks[f"eager: {name} ({tag})"] = lambda fn=fn: repeated(fn)
+  for name, fn in creation_cases().items():
+    blocks[f"eager: {name}"] = lambda fn=fn: repeated(fn)
   return blocks
 
 
