@@ -21,8 +21,9 @@ are off there, as proposed. Then, with the tree first on the Python path:
    upstream's AttributeError (from step 1 on);
 2. the series' own tests (the tree's tests/, which its patches add) and
    the project's tests/ (but for the build's and the doc snippets', which
-   describe the fork's wheel), with every flag on; from step 1 on, the
-   project's need step 1;
+   describe the fork's wheel, and the tools' that run in .venv and
+   .venv-upstream whatever jax is on the path), with every flag on; from
+   step 1 on, the project's need step 1;
 3. the series' own tests again, with the flags at their defaults (off).
 
 A patch that does not apply stops it with the patch's name and git's
@@ -44,9 +45,13 @@ from forklib import BuildError, git  # noqa: E402
 
 _IDENTITY = ("-c", "user.name=devtrace branch", "-c",
              "user.email=devtrace-branch@localhost")
+# The fork's wheel (build, doc snippets), and tools that run their own
+# environments (.venv, .venv-upstream), not the jax under test: the first run
+# of ./test.sh has run them.
 _NOT_HERE = ("tests/build_test.py", "tests/doc_snippets_test.py",
              "tests/upstream_tests_tool_test.py",
-             "tests/export_upstream_test.py")
+             "tests/export_upstream_test.py",
+             "tests/benchmarks_run_test.py", "tests/gpu_bench_test.py")
 _FLAGS_ON = {"JAX_DEVICE_TRACING": "1", "JAX_DEVICE_TRACING_CROSS_DEVICE": "1"}
 
 _SMOKE = """
