@@ -235,15 +235,8 @@ def first_call_table(instr) -> tuple[str, list[str]]:
 
 def profile(row: str, top: int = 25) -> int:
   """Prints where the Python lines of a row's block differ from upstream's."""
-  counts = {}
-  for name, (python, extra) in ENVS.items():
-    env = dict(os.environ, PYTHONPATH="", PYTHONHASHSEED="0", **extra)
-    r = subprocess.run([str(python), str(WORKER), "lines", "--row", row],
-                       capture_output=True, text=True, env=env, cwd=REPO)
-    if r.returncode != 0:
-      raise RuntimeError(f"{python} {WORKER} lines failed:\n"
-                         f"{r.stderr[-3000:]}")
-    counts[name] = json.loads(r.stdout.strip().splitlines()[-1])["lines"]
+  counts = {name: run_worker(name, "lines", 1, ["--row", row])["lines"]
+            for name in ENVS}
   up = counts["upstream"]
   print(f"Python lines executed in one block of {row!r}: upstream "
         f"{sum(up.values())}, fork {sum(counts['fork'].values())}, "

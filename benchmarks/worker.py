@@ -413,9 +413,7 @@ def _one_trace_and_lowering(results):
     if want(name):
       results[name] = per_call(lambda: make().trace(a), 20)
   if want(BIG_TRACE):
-    big = _big_first_call_args()[5]
-    results[BIG_TRACE] = per_call(
-        lambda: _big_first_call_function().trace(*big), 1)
+    results[BIG_TRACE] = per_call(_big_traced(), 1)
 
 
 BIG_FIRST_CALL = "first call on 8 devices (200-layer MLP grad)"
@@ -544,6 +542,40 @@ def memory(results):
   results["RSS growth during the large traces (MiB)"] = [(after - before) / 1024]
 
 
+def _traced(make):
+  """A new trace of make()'s function on an argument committed to cpu:5.
+
+  After warm-ups that fill the caches of the nested jnp jits it uses (on
+  cpu:5: their traces are keyed on the devices too).
+  """
+  a = jax.device_put(jnp.arange(64.0), D[5])
+  for _ in range(5):
+    make().trace(a)
+  return lambda: make().trace(a)
+
+
+def _big_traced():
+  """BIG_TRACE's block: a new trace of the MLP's grad on cpu:5, warmed."""
+  big = _big_first_call_args()[5]
+  for _ in range(2):
+    _big_first_call_function().trace(*big)
+  return lambda: _big_first_call_function().trace(*big)
+
+
+def _first_call_block():
+  """The small first call's block: a new function on cpu:0 ... cpu:7."""
+  f = _first_call_function()
+  args = _first_call_args(8)
+  return lambda: [jax.block_until_ready(f(a)) for a in args]
+
+
+def _big_first_call_block():
+  """BIG_FIRST_CALL's block: a new jit(grad) of the MLP on cpu:0 ... cpu:7."""
+  args = _big_first_call_args()
+  f = _big_first_call_function()
+  return lambda: [jax.block_until_ready(f(*a)) for a in args]
+
+
 def instructions(labels):
   """Each measured block between markers, for a run under callgrind.
 
@@ -607,24 +639,18 @@ def instructions(labels):
     f = jax.jit(make())
     gc.collect()
     block(f"trace+lower: {name}", lambda: f.trace(*args).lower())
-  a = jax.device_put(jnp.arange(64.0), D[5])
   for name, make in TRACES.items():
     if want(name):
-      for _ in range(5):
-        make().trace(a)
+      fn = _traced(make)
       gc.collect()
-      block(name, lambda: make().trace(a), 20)
+      block(name, fn, 20)
   if want(BIG_TRACE):
-    big = _big_first_call_args()[5]
-    for _ in range(2):
-      _big_first_call_function().trace(*big)
+    fn = _big_traced()
     gc.collect()
-    block(BIG_TRACE, lambda: _big_first_call_function().trace(*big))
+    block(BIG_TRACE, fn)
   if want("first call on 8 new devices (trace+lower+compile)"):
-    f = _first_call_function()
-    args = _first_call_args(8)
     block("first call on 8 new devices (trace+lower+compile)",
-          lambda: [jax.block_until_ready(f(a)) for a in args])
+          _first_call_block())
   x = jax.device_put(jnp.linspace(0.0, 1.0, 64), D[1])
   for name, impls in cross_device_cases().items():
     for kind, fn in impls.items():
@@ -636,43 +662,28 @@ def instructions(labels):
             lambda: jax.block_until_ready(fn(x)), 50)
   # Last: eight compiles of a large program (minutes under callgrind).
   if want(BIG_FIRST_CALL):
-    args = _big_first_call_args()
-    f = _big_first_call_function()
+    fn = _big_first_call_block()
     gc.collect()
-    block(BIG_FIRST_CALL, lambda: [jax.block_until_ready(f(*a)) for a in args])
+    block(BIG_FIRST_CALL, fn)
 
 
-# Rows whose profile `run.py --profile ROW` reports: name -> (set-up, block)
-# where set-up returns the block's arguments and warms what it uses.
+# Rows whose profile `run.py --profile ROW` reports: name -> set-up, which
+# returns the block. A first call's set-up leaves the caches as a full run of
+# instructions() leaves them before that block: the nested jnp jits traced on
+# the devices of the rows before it (cpu:5 by the trace rows, and cpu:3 by
+# the large programs for the MLP), not on the others.
 def _profile_blocks():
-  def traced(make):
-    a = jax.device_put(jnp.arange(64.0), D[5])
-    for _ in range(3):
-      make().trace(a)
-    return lambda: make().trace(a)
-
   def first_call():
-    args = _first_call_args(8)
-    f = _first_call_function(salt=0.5)
-    jax.block_until_ready([f(a) for a in args])
-    f = _first_call_function(salt=1.5)
-    return lambda: [jax.block_until_ready(f(a)) for a in args]
-
-  def big_trace():
-    big = _big_first_call_args()[5]
-    _big_first_call_function().trace(*big)
-    return lambda: _big_first_call_function().trace(*big)
+    _traced(_first_call_function)
+    return _first_call_block()
 
   def big_first_call():
-    args = _big_first_call_args()
-    f = _big_first_call_function(salt=0.5)
-    jax.block_until_ready([f(*a) for a in args])
-    f = _big_first_call_function(salt=1.5)
-    return lambda: [jax.block_until_ready(f(*a)) for a in args]
+    _big_traced()
+    return _big_first_call_block()
 
-  blocks = {name: (lambda make=make: traced(make))
+  blocks = {name: (lambda make=make: _traced(make))
             for name, make in TRACES.items()}
-  blocks[BIG_TRACE] = big_trace
+  blocks[BIG_TRACE] = _big_traced
   blocks["first call on 8 new devices (trace+lower+compile)"] = first_call
   blocks[BIG_FIRST_CALL] = big_first_call
 
