@@ -31,7 +31,7 @@ echo "[test] the project's and the series' tests on one CPU device"
 DEVTRACE_CPU_DEVICES=1 .venv/bin/python -m pytest -q tests build/series-tests \
   --ignore=tests/build_test.py --ignore=tests/doc_snippets_test.py \
   --ignore=tests/multiprocess_test.py --ignore=tests/export_upstream_test.py \
-  --ignore=tests/benchmarks_run_test.py --ignore=tests/gpu_bench_test.py \
+  --ignore=tests/benchmarks_run_test.py --ignore=tests/accel_bench_test.py \
   --ignore=tests/upstream_tests_tool_test.py || rc=$?
 echo "[test] upstream's tests on one CPU device, upstream against the fork"
 if [ -n "${DEVTRACE_JAX_REPO:-}" ]; then

@@ -1,11 +1,15 @@
-# Tests of device tracing on a machine whose default device is a GPU, with
-# arrays committed to the CPU: the case of jax-ml/jax#26000 as reported.
+# Tests of device tracing on a machine whose default device is an accelerator
+# (a GPU or a TPU), with arrays committed to the CPU: the case of
+# jax-ml/jax#26000 as reported.
 #
-# HeterogeneousTest needs a GPU that is the default device. The suite's
-# conftest sets JAX_PLATFORMS=cpu, so it skips there; on a GPU machine run
+# HeterogeneousTest needs an accelerator that is the default device. The
+# suite's conftest sets JAX_PLATFORMS=cpu, so it skips there; on a GPU machine
+# run
 #   JAX_PLATFORMS= .venv/bin/python -m pytest -n 1 tests/heterogeneous_test.py
+# and on a TPU machine (tools/accel_bench.py runs it there)
+#   JAX_PLATFORMS=tpu,cpu python tests/heterogeneous_test.py
 # SimulatedHeterogeneousTest runs the same cases everywhere with cpu:0 (the
-# default device) standing for the GPU and cpu:3 for the CPU.
+# default device) standing for the accelerator and cpu:3 for the CPU.
 
 import os
 
@@ -22,33 +26,33 @@ config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
 
 
-def _default_gpu():
-  """Returns (the GPU, None) when it is the default device, else (None, why)."""
+def _default_accelerator():
+  """Returns (the default device, None) when it is no CPU, else (None, why)."""
+  default = jax.devices()[0]
+  if default.platform == "cpu":
+    return None, f"no accelerator: the default device is {default}"
   try:
-    gpus = jax.devices("gpu")
+    jax.devices("cpu")
   except RuntimeError as e:
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return None, (f"no GPU: jax.devices('gpu') raised {type(e).__name__}: "
-                  f"{first}")
-  if not gpus:
-    return None, "no GPU: jax.devices('gpu') is empty"
-  if jax.devices()[0] != gpus[0]:
-    return None, (f"the default device is {jax.devices()[0]}, not the GPU "
-                  f"{gpus[0]}")
-  return gpus[0], None
+    return None, (f"no CPU device beside the {default.platform.upper()}: "
+                  f"jax.devices('cpu') raised {type(e).__name__}: {first}")
+  return default, None
 
 
 class HeterogeneousTest(jtu.JaxTestCase):
-  """Default device a GPU, `x` committed to the CPU, `y` uncommitted."""
+  """Default device an accelerator, `x` committed to the CPU, `y` not."""
 
   def pick_devices(self):
     """Returns (the default accelerator, the CPU device), or skips."""
-    gpu, why = _default_gpu()
+    accel, why = _default_accelerator()
     if why:
       platforms = os.environ.get("JAX_PLATFORMS")
-      self.skipTest(why + (f" (JAX_PLATFORMS={platforms!r}: on a GPU machine "
-                           "run with it unset or empty)" if platforms else ""))
-    return gpu, jax.devices("cpu")[0]
+      self.skipTest(why + (f" (JAX_PLATFORMS={platforms!r}: on a machine with "
+                           "an accelerator run with it unset, or naming the "
+                           "accelerator's platform and cpu)"
+                           if platforms else ""))
+    return accel, jax.devices("cpu")[0]
 
   def setUp(self):
     super().setUp()
@@ -119,7 +123,7 @@ class HeterogeneousTest(jtu.JaxTestCase):
 
 
 class SimulatedHeterogeneousTest(HeterogeneousTest):
-  """The same cases with cpu:0, the default device, standing for the GPU."""
+  """The same cases, cpu:0 (the default device) standing for the accelerator."""
 
   def pick_devices(self):
     devices = jax.devices()

@@ -51,7 +51,7 @@ _IDENTITY = ("-c", "user.name=devtrace branch", "-c",
 _NOT_HERE = ("tests/build_test.py", "tests/doc_snippets_test.py",
              "tests/upstream_tests_tool_test.py",
              "tests/export_upstream_test.py",
-             "tests/benchmarks_run_test.py", "tests/gpu_bench_test.py")
+             "tests/benchmarks_run_test.py", "tests/accel_bench_test.py")
 _FLAGS_ON = {"JAX_DEVICE_TRACING": "1", "JAX_DEVICE_TRACING_CROSS_DEVICE": "1"}
 
 _SMOKE = """
