@@ -120,6 +120,7 @@ class StagePythonTest(absltest.TestCase):
           ("libc.so", "libm.so", "libresolv", "ld-linux", "libpthread"))],
                        libs)
       self.assertFalse((staged / "lib/python3.12/test").exists())
+      self.assertEmpty(list((staged / "lib/python3.12").glob("config-*")))
       res = subprocess.run(
           [str(staged / "bin/python3"), "-I", "-c",
            "import sys, ctypes, ssl, lzma, bz2, zlib, json; "

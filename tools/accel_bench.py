@@ -43,6 +43,7 @@ CPU, with .venv and .venv-upstream (a smoke of everything but the packing).
 
 import argparse
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
@@ -69,7 +70,7 @@ BEGIN, END = "<!-- accelerator: begin -->", "<!-- accelerator: end -->"
 # What the staged Python leaves out: tests, IDLE, Tk, pip's bootstrap, the
 # static library and headers (about 250 of its 308 MB).
 _PRUNE = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip",
-          "site-packages", "__pycache__", "config-3.12-x86_64-linux-gnu")
+          "site-packages", "__pycache__", "config-*-linux-gnu")
 # The C library's own libraries: every Linux machine has them, in the version
 # of its C library, which they must match.
 _SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so",
@@ -207,14 +208,12 @@ def _unpack() -> str:
   """Unpacks the parts (once per machine); returns the platform packed."""
   root = REMOTE / "root"
   if not (root / "platform").exists():
-    archive = REMOTE / ARCHIVE
-    archive.write_bytes(read_parts(REMOTE, PARTS / "sha256"))
-    with tarfile.open(archive, "r:xz") as tar:
+    data = io.BytesIO(read_parts(REMOTE, PARTS / "sha256"))
+    with tarfile.open(fileobj=data, mode="r:xz") as tar:
       if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
         tar.extractall(root, filter="data")
       else:
         tar.extractall(root)
-    archive.unlink()
   return (root / "platform").read_text().strip()
 
 
@@ -226,7 +225,8 @@ def _environments(platform: str) -> dict[str, tuple[list[str], dict]]:
             for env, venv in (("fork", ".venv"),
                               ("upstream", ".venv-upstream"))}
   root = REMOTE / "root"
-  python = root / "python/bin/python3"
+  python = root / "python/bin/python3"  # staged for a TPU, not for a GPU
+  staged = python.exists()
   out = {}
   for env in ("fork", "upstream"):
     environ = {k: v for k, v in os.environ.items()
@@ -234,14 +234,13 @@ def _environments(platform: str) -> dict[str, tuple[list[str], dict]]:
     # The machine's PYTHONPATH names its own JAX, for its own Python: replaced.
     # Its TPU_ variables stay.
     environ["PYTHONPATH"] = f"{root / env}:{root / 'common'}"
-    if python.exists():
+    if staged:
       environ["LD_LIBRARY_PATH"] = ":".join(
           [str(root / "python/lib")] +
           [p for p in [os.environ.get("LD_LIBRARY_PATH")] if p])
     if platform == "tpu":
       environ["JAX_PLATFORMS"] = "tpu,cpu"
-    out[env] = ([str(python) if python.exists() else sys.executable],
-                environ)
+    out[env] = ([str(python) if staged else sys.executable], environ)
   return out
 
 
