@@ -429,10 +429,7 @@ def _one_trace_and_lowering(results):
     results["one lowering of the first-call program"] = lo
   for name, make in TRACES.items():
     if want(name):
-      arg = _trace_arg(name)
-      for _ in range(5):   # the nested jnp jits' traces for arg's devices
-        make().trace(arg)
-      results[name] = per_call(lambda: make().trace(arg), 20)
+      results[name] = per_call(_traced(make, name), 20)
   if want(BIG_TRACE):
     results[BIG_TRACE] = per_call(_big_traced(), 1)
 
