@@ -80,7 +80,8 @@ fi
 log "building the fork"
 "$PY" tools/build.py | sed 's/^/[build] /'
 wheel="$(ls dist/jax-*.whl)"
-upstream_wheel="$(ls build/cache/jax-*-py3-none-any.whl)"
+# The pinned release (upstream.toml); the cache may hold earlier pins' wheels.
+upstream_wheel="build/cache/$(sed -n 's/^filename = "\(.*\)"$/\1/p' upstream.toml)"
 
 # --- Environments ----------------------------------------------------------
 # make_env DIR JAX_WHEEL: a venv with the pinned requirements and one jax.
