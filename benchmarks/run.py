@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks the fork against upstream jax 0.12.0.1, side by side.
+"""Benchmarks the fork against upstream jax (the pinned release), side by side.
 
   .venv/bin/python benchmarks/run.py [--rounds N] [--out docs/benchmarks.md]
       [--only TEXT]... [--skip TEXT]... [--no-instructions]
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -398,7 +399,8 @@ def main(argv=None) -> int:
       f"jax {versions.get('upstream')} against the fork, jax "
       f"{versions.get('fork')}, "
       "with its defaults (flags on) and with every device-tracing flag off, "
-      f"all on jaxlib 0.12.0.1. {args.rounds} rounds alternating the three, "
+      f"all on jaxlib {importlib.metadata.version('jaxlib')}. "
+      f"{args.rounds} rounds alternating the three, "
       f"{args.repeats} repetitions per round; each round counts "
       "its best repetition, and the table gives the median over rounds with "
       "their range (min–max).")

@@ -183,6 +183,33 @@ class BuildTest(absltest.TestCase):
     self.assertEqual(len(diff.splitlines()), len(series))
     self.assertTrue(all(" = " in l for l in diff.splitlines()))
 
+  def test_forward_port_onto_a_release_wheel(self):
+    # --release with the pinned release's own wheel (no download, no
+    # jax-ml/jax clone: upstream's test files are left out): every patch
+    # applies as it is, the distance is nil, and the pins it prints are
+    # upstream.toml's.
+    sys.path.insert(0, str(REPO / "tools"))
+    import forward_port  # pylint: disable=g-import-not-at-top
+    rows, tree, base, desc = forward_port.forward_port(
+        None, None, self.tmp / "fp", release=PINS.jax_version,
+        wheel=UPSTREAM_WHEEL, sha256=PINS.jax_sha256)
+    self.assertEqual({r[1] for r in rows}, {"clean"})
+    self.assertIn(f"jax {PINS.jax_version} from PyPI", desc)
+    self.assertIn(PINS.release_commit[:12], desc)
+    self.assertIn("jax/: no change", forward_port.distance(tree, base))
+    pins = forward_port.pins_for(PINS.jax_version, UPSTREAM_WHEEL,
+                                 PINS.jax_sha256)
+    for value in (PINS.jax_filename, PINS.jax_sha256, PINS.release_commit,
+                  PINS.release_tag):
+      self.assertIn(f'"{value}"', pins)
+    with self.assertRaisesRegex(forklib.BuildError, "sha256 mismatch"):
+      forward_port.forward_port(None, None, self.tmp / "fp2",
+                                release=PINS.jax_version, wheel=UPSTREAM_WHEEL,
+                                sha256="0" * 64)
+    with self.assertRaisesRegex(forklib.BuildError, "not a wheel of jax 9.9"):
+      forward_port.forward_port(None, None, self.tmp / "fp3", release="9.9",
+                                wheel=UPSTREAM_WHEEL)
+
   def test_each_fix_applies_alone_on_upstream(self):
     # An independent fix is a pull request of its own: it applies to the
     # release with nothing else of the series.

@@ -1,5 +1,5 @@
 # The fork's export is upstream's, byte for byte: an artifact serialized by
-# the fork's wheel is the one upstream jax 0.12.0.1 (.venv-upstream)
+# the fork's wheel is the one upstream jax 0.12.1 (.venv-upstream)
 # serializes from the same program (the fork-only patch 0002 keeps the local
 # version label out of it). A test of the wheel against upstream's, so it is
 # the project's, not the series'.

@@ -16,7 +16,7 @@
 #   input's SingleDeviceSharding, before the device_put's NamedSharding. The
 #   result's sharding is equivalent to eager mode's (same device, layout and
 #   memory kind); only its class differs.
-# - "unpinned_host" is not a memory space of an aval in jax 0.12.0.1
+# - "unpinned_host" is not a memory space of an aval in jax 0.12.1
 #   (`core.MemorySpace` has Device and Host, which is pinned_host), so a
 #   device_put to it inside jit lowers to device memory, in upstream as in
 #   the fork; `jit(out_shardings=...)` with that memory kind does place the

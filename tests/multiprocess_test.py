@@ -343,7 +343,7 @@ class GlobalArrayChecks:
       self.assertAllClose(np.asarray(o["value"], np.float32), np.zeros(16),
                           err_msg=f"process {i}")
 
-  # Today (as in upstream JAX 0.12.0.1) jnp.zeros_like of a sharded tracer
+  # Today (as in upstream JAX 0.12.1) jnp.zeros_like of a sharded tracer
   # does not take its sharding (its jaxpr is a broadcast_in_dim to f32[16]):
   # the jitted function does not return the global array sharded P('x') that
   # eager zeros_like gives (upstream: a single-device array on each process's

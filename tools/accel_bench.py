@@ -12,8 +12,9 @@ in parts:
       folder of its own, and what both need in a third (jaxlib, numpy,
       scipy, ml_dtypes, opt_einsum, absl-py, and libtpu for a TPU or the
       CUDA plugins for a GPU), installed with `pip install --target` from the
-      wheels ./setup.sh fetched; for a TPU also this Python 3.12 (jaxlib
-      0.12.0.1 has no wheel for the machine's Python 3.11), pruned, with the
+      wheels ./setup.sh fetched (libtpu at the version the pinned jax's
+      [tpu] extra names); for a TPU also this Python 3.12 (jaxlib 0.12.1 has
+      no wheel for the machine's Python 3.11), pruned, with the
       shared libraries its modules load beside libpython. Packs it all into
       one xz archive, splits that into parts of 58 MiB under .accel/
       (ignored by git) and prints the device calls to make, one right after
@@ -46,12 +47,14 @@ import hashlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 
 import forklib
 
@@ -61,7 +64,6 @@ STAGE = REPO / "build/accel"
 PART_SIZE = 58 << 20
 REMOTE = Path("/tmp/devtrace-accel")
 ARCHIVE = "stage.tar.xz"
-LIBTPU = "libtpu==0.0.50.*"  # what jax 0.12.0.1's [tpu] extra pins
 CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt")  # at jaxlib's version
 COMMON = ("jaxlib", "numpy", "scipy", "ml_dtypes", "opt_einsum", "absl_py")
 ROUNDS = 5  # benchmark processes per environment, alternating
@@ -78,8 +80,24 @@ _SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so",
                 "libnss_", "libanl.so", "libpython")
 
 
+def libtpu_requirement(wheel: Path) -> str:
+  """The libtpu that jax's [tpu] extra names, from the wheel's METADATA."""
+  with zipfile.ZipFile(wheel) as z:
+    meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    text = z.read(meta).decode()
+  for line in text.splitlines():
+    m = re.match(r"Requires-Dist: (libtpu\S*);\s*extra == .tpu.", line)
+    if m:
+      return m.group(1)
+  raise SystemExit(f"accel_bench: {wheel.name} names no libtpu for [tpu]")
+
+
 def _fetch(names: list[str], dest: Path) -> list[Path]:
-  """Wheels for CPython 3.12 on x86-64 Linux, downloaded once into `dest`."""
+  """Wheels for CPython 3.12 on x86-64 Linux, downloaded once into `dest`.
+
+  `dest` is a folder per set of `names`, so that a new pin fetches anew.
+  """
+  dest = dest / hashlib.sha256("\n".join(names).encode()).hexdigest()[:12]
   dest.mkdir(parents=True, exist_ok=True)
   if not list(dest.glob("*.whl")):
     subprocess.run(
@@ -96,12 +114,15 @@ def _wheels(platform: str) -> dict[str, list[Path]]:
   pins = forklib.load_pins()
   fork = sorted((REPO / "dist").glob("jax-*+devtrace*-py3-none-any.whl"))
   house = REPO / "build/wheelhouse"
-  common = [w for name in COMMON for w in sorted(house.glob(f"{name}-*.whl"))]
+  common = [w for name in COMMON for w in sorted(house.glob(
+      f"{name}-{pins.jaxlib_version}-*.whl" if name == "jaxlib" else
+      f"{name}-*.whl"))]
   if not (fork and len(common) == len(COMMON)):
     sys.exit("accel_bench: run ./setup.sh first (it makes the fork's wheel "
              "and fetches jaxlib and what it needs)")
   if platform == "tpu":
-    common += _fetch([LIBTPU], REPO / "build/tpu-wheels")
+    common += _fetch([libtpu_requirement(forklib.fetch_upstream(pins))],
+                     REPO / "build/tpu-wheels")
   else:
     common += _fetch([f"{p}=={pins.jaxlib_version}" for p in CUDA_PLUGINS],
                      REPO / "build/gpu-wheels")

@@ -6,7 +6,7 @@
 
 A stand-in for a jax-ml/jax checkout at the release tag: a git repository
 holding the `jax/` files of the pinned release (PyPI's wheel, sha256
-checked), tagged as upstream tags it (`jax-v0.12.0.1`). The release's tests
+checked), tagged as upstream tags it (`jax-v0.12.1`). The release's tests
 are in neither its wheel nor its sdist: with --jax-repo (a jax-ml/jax
 clone), the upstream test files that the series changes are added from
 `tests_commit` (upstream.toml) in a commit of their own; without it, their

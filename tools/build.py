@@ -8,13 +8,13 @@ Steps: fetch the pinned upstream wheel from PyPI (or take --upstream-wheel)
 and check its sha256; unpack it in a scratch folder; apply patches/*.patch
 in order (new modules and test files come with their patches; the hunks of
 upstream's test files, which the wheel does not have, are left out); stamp
-the version 0.12.0.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl,
+the version 0.12.1+devtrace.N; write dist/jax-<version>-py3-none-any.whl,
 and the series' test files (tests/ of the patched tree, which upstream's
 wheel does not ship either) to build/series-tests.  Any failure stops the
 build with a message naming the step, and leaves dist/ as it was.
 
 --step builds the series cut after that step (tools/cut.py builds and tests
-one): the patches up to it, versioned 0.12.0.1+devtrace.N.stepS.
+one): the patches up to it, versioned 0.12.1+devtrace.N.stepS.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ need nothing else from the series), then step 1 (the device in avals,
 `x.device`, the join, placement before DCE, `device=`/`device_put`
 honoured), then step 2 (several devices in one jit). A cut is upstream jax
 and the patches up to and including STEP. This builds its wheel and its
-test files (`build/cut-STEP/`, versioned 0.12.0.1+devtrace.N.stepSTEP),
+test files (`build/cut-STEP/`, versioned 0.12.1+devtrace.N.stepSTEP),
 unpacks the wheel, and runs pytest in .venv (./setup.sh makes it) with the
 cut's jax first on the path.
 

@@ -120,6 +120,38 @@ def verify_upstream(path: Path, pins: Pins) -> Path:
   return path
 
 
+def download_jax_wheel(version: str, dest: Path,
+                       python: str = sys.executable) -> Path:
+  """Downloads PyPI's pure-Python wheel of jax `version` into `dest`.
+
+  pip checks the file against the sha256 that PyPI's index publishes for it.
+  """
+  dest.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(dir=dest) as tmp:
+    r = subprocess.run(
+        [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+         "--disable-pip-version-check", "-d", tmp, f"jax=={version}"],
+        capture_output=True, text=True)
+    got = sorted(Path(tmp).glob(f"jax-{version}-*.whl"))
+    if r.returncode != 0 or len(got) != 1:
+      raise BuildError(
+          f"could not download jax=={version} from PyPI "
+          f"(pip exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    target = dest / got[0].name
+    os.replace(got[0], target)
+  return target
+
+
+def release_commit_of(wheel: Path) -> str:
+  """The jax-ml/jax commit a release wheel was built from (its _git_hash)."""
+  with zipfile.ZipFile(wheel) as z:
+    text = z.read("jax/version.py").decode()
+  m = re.search(r"^_git_hash: str = '([0-9a-f]{40})'", text, re.M)
+  if not m:
+    raise BuildError(f"{wheel.name}: jax/version.py names no _git_hash")
+  return m.group(1)
+
+
 def fetch_upstream(pins: Pins, repo: Path = REPO,
                    python: str = sys.executable) -> Path:
   """Returns the verified upstream wheel, downloading it from PyPI if needed."""
@@ -129,16 +161,10 @@ def fetch_upstream(pins: Pins, repo: Path = REPO,
     return verify_upstream(target, pins)
   cache.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(dir=cache) as tmp:
-    r = subprocess.run(
-        [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", "-d", tmp,
-         f"jax=={pins.jax_version}"],
-        capture_output=True, text=True)
-    got = Path(tmp) / pins.jax_filename
-    if r.returncode != 0 or not got.exists():
-      raise BuildError(
-          f"could not download jax=={pins.jax_version} from PyPI "
-          f"(pip exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    got = download_jax_wheel(pins.jax_version, Path(tmp), python)
+    if got.name != pins.jax_filename:
+      raise BuildError(f"PyPI's wheel of jax {pins.jax_version} is {got.name}, "
+                       f"not {pins.jax_filename} (pinned in {PINS_FILE})")
     verify_upstream(got, pins)
     os.replace(got, target)
   return target
