@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jax._src import config
 from jax._src import test_util as jtu
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-from jax.sharding import SingleDeviceSharding
+from jax._src.sharding_impls import SingleDeviceSharding
 
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
