@@ -144,12 +144,19 @@ def run_worker(name: str, which: str, repeats: int, filters=()) -> dict:
   return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+# jaxlib 0.12.1 executes instructions that valgrind 3.19 (Debian 12's) does
+# not decode (`vmovq xmm, xmm`, VEX 66 0F D6 in register form, in XXH3 under
+# MLIR); valgrind 3.24 (Debian 13's) does. DEVTRACE_VALGRIND names another
+# valgrind than the one on PATH.
+VALGRIND = os.environ.get("DEVTRACE_VALGRIND", "valgrind")
+
+
 def run_callgrind(name: str, tmp: Path, filters=()) -> subprocess.Popen:
   python, extra = ENVS[name]
   out = tmp / f"{name}.cg"
   env = dict(os.environ, PYTHONPATH="", PYTHONHASHSEED="0", **extra)
   return subprocess.Popen(
-      ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+      [VALGRIND, "--tool=callgrind", "--dump-before=getppid",
        "--separate-threads=yes",
        f"--callgrind-out-file={out}", str(python), str(WORKER),
        "instructions", *_filters_for(name, filters)], stdout=subprocess.PIPE,
@@ -160,7 +167,13 @@ def collect_callgrind(proc: subprocess.Popen, name: str, tmp: Path
                       ) -> dict[str, float]:
   stdout, stderr = proc.communicate()
   if proc.returncode != 0:
-    raise RuntimeError(f"callgrind run of {name} failed:\n{stderr[-3000:]}")
+    hint = ""
+    if "unhandled instruction bytes" in stderr:
+      hint = (f"\n{VALGRIND} cannot decode an instruction of jaxlib: use a "
+              "newer valgrind (3.24 works with jaxlib 0.12.1; 3.19 does not), "
+              "named by DEVTRACE_VALGRIND.")
+    raise RuntimeError(f"callgrind run of {name} failed:\n{stderr[-3000:]}"
+                       f"{hint}")
   labels = json.loads(stdout.strip().splitlines()[-1])["labels"]
   out = tmp / f"{name}.cg"
   per_op = {}
