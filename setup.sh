@@ -80,8 +80,9 @@ fi
 log "building the fork"
 "$PY" tools/build.py | sed 's/^/[build] /'
 wheel="$(ls dist/jax-*.whl)"
-# The pinned release (upstream.toml); the cache may hold earlier pins' wheels.
-upstream_wheel="build/cache/$(sed -n 's/^filename = "\(.*\)"$/\1/p' upstream.toml)"
+# The pinned release, verified (the cache may hold earlier pins' wheels).
+upstream_wheel="$("$PY" -c 'import sys; sys.path.insert(0, "tools")
+import forklib; print(forklib.fetch_upstream(forklib.load_pins()))')"
 
 # --- Environments ----------------------------------------------------------
 # make_env DIR JAX_WHEEL: a venv with the pinned requirements and one jax.

@@ -265,17 +265,22 @@ def main(argv=None) -> int:
   if (args.wheel or args.sha256) and not args.release:
     ap.error("--wheel and --sha256 go with --release")
   try:
+    wheel = digest = None
+    if args.release:
+      # Fetched beside --out, which forward_port clears.
+      wheel, digest = release_wheel(
+          args.release, args.out.with_name(args.out.name + "-release"),
+          args.wheel, args.sha256)
     rows, tree, base, desc = forward_port(
         args.jax_repo, args.ref, args.out, release=args.release,
-        wheel=args.wheel, sha256=args.sha256)
+        wheel=wheel, sha256=digest)
     text = table(rows, desc) + "\n" + distance(tree, base)
     print(text)
     if args.table:
       args.table.write_text(text)
     if args.release:
-      wheel = next((args.out / "download").glob("*.whl"), args.wheel)
       print("upstream.toml, [jax], for this release:\n" +
-            pins_for(args.release, wheel, forklib.sha256_of(wheel)))
+            pins_for(args.release, wheel, digest))
     if not args.no_range_diff:
       print(range_diff(tree, base))
   except BuildError as e:
