@@ -317,7 +317,7 @@ def main(argv=None) -> int:
     # drift cancels.
     order = list(ENVS) if r % 2 == 0 else list(reversed(ENVS))
     for name in order:
-      for which in ("all", "memory"):
+      for which in ("all", "memory", "first-call-memory"):
         out = run_worker(name, which, args.repeats, filters)
         versions[name] = out["version"]
         if which == "all":

@@ -560,6 +560,25 @@ def memory(results):
   results["RSS growth during the large traces (MiB)"] = [(after - before) / 1024]
 
 
+FIRST_CALL_RSS = ("peak RSS of the first call on 8 devices (200-layer MLP "
+                  "grad) (MiB)")
+
+
+def first_call_memory(results):
+  """Peak RSS of a process whose work is the MLP grad's first call on 8
+  devices (run.py runs it in a process of its own): the fork holds 8 traces
+  of it where upstream holds one."""
+  if not want(FIRST_CALL_RSS):
+    return
+  args = _big_first_call_args()
+  f = _big_first_call_function()
+  gc.collect()
+  for a in args:
+    jax.block_until_ready(f(*a))
+  results[FIRST_CALL_RSS] = [
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]
+
+
 def _traced(make, name=None):
   """A new trace of make()'s function on the argument of row `name`.
 
@@ -748,7 +767,8 @@ def lines(row):
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("which", nargs="?", default="all",
-                  choices=("all", "memory", "instructions", "lines"))
+                  choices=("all", "memory", "first-call-memory",
+                           "instructions", "lines"))
   ap.add_argument("--row", default=None, help="the row of `lines`")
   ap.add_argument("--only", action="append", default=[])
   ap.add_argument("--skip", action="append", default=[])
@@ -767,6 +787,8 @@ def main():
     return
   if which == "memory":
     memory(results)
+  elif which == "first-call-memory":
+    first_call_memory(results)
   else:
     dispatch(results, counts)
     eager(results, counts)
