@@ -282,14 +282,17 @@ class BuildTest(absltest.TestCase):
       self.assertIn("name='jax_device_tracing',\n    default=True,", config)
       self.assertNotIn("jax_device_tracing_cross_device", config)
       self.assertNotIn("jax/_src/device_stages.py", z.namelist())
-      # The module as step 1's patches make it: step 2's code is not in it.
+      # The modules as step 1's patches make them: step 2's code is not in
+      # them.
       tracing = z.read("jax/_src/device_tracing.py").decode()
-      for name in ("def fit_sharding(", "def params_jaxprs(",
-                   "def stale_error("):
+      errors = z.read("jax/_src/device_errors.py").decode()
+      for name in ("def fit_sharding(", "def params_jaxprs("):
         self.assertIn(name, tracing)
+      self.assertIn("def stale_error(", errors)
       for name in ("def join_operands(", "transfer_primitives",
                    "config.device_tracing_cross_device"):
         self.assertNotIn(name, tracing)
+      self.assertNotIn("config.device_tracing_cross_device", errors)
 
   def test_the_independent_fixes_stand_on_upstream_alone(self):
     # The cut after `fix` is upstream jax, the fork-only patches and the
@@ -400,8 +403,11 @@ class BuildTest(absltest.TestCase):
         prev = line
     self.assertEqual(
         sorted(a.split(" b/")[-1] for a in added if " b/jax/" in a),
-        ["jax/_src/device_stages.py", "jax/_src/device_tracing.py",
-         "jax/_src/internal_test_util/device_tracing_test_util.py"])
+        ["jax/_src/device_errors.py", "jax/_src/device_meshes.py",
+         "jax/_src/device_stages.py", "jax/_src/device_table.py",
+         "jax/_src/device_tracing.py",
+         "jax/_src/internal_test_util/device_tracing_test_util.py",
+         "jax/_src/interpreters/shared_lowering.py"])
 
   def test_export_keeps_a_patch_s_module_changes_in_the_patch(self):
     # A patch may add a module or change one a patch added.
@@ -454,8 +460,10 @@ class BuildTest(absltest.TestCase):
       self.assertIn(f"_release_version: str = {version!r}",
                     z.read("jax/version.py").decode())
       # The modules that the series adds.
-      self.assertIn("jax/_src/device_tracing.py", z.namelist())
-      self.assertIn("jax/_src/device_stages.py", z.namelist())
+      for module in ("device_errors", "device_meshes", "device_stages",
+                     "device_table", "device_tracing",
+                     "interpreters/shared_lowering"):
+        self.assertIn(f"jax/_src/{module}.py", z.namelist())
       record = z.read(f"jax-{version}.dist-info/RECORD").decode()
       self.assertEqual(len(record.splitlines()), len(z.namelist()))
       # A trace sees concrete devices only: no stand-in device in the
