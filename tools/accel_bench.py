@@ -58,6 +58,9 @@ import zipfile
 
 import forklib
 
+sys.path.insert(0, str(forklib.REPO / "benchmarks"))
+from run import fmt_time  # noqa: E402  (the benchmarks' own format)
+
 REPO = forklib.REPO
 PARTS = REPO / ".accel"
 STAGE = REPO / "build/accel"
@@ -338,14 +341,6 @@ def device_run(args):
     sys.exit(1)
 
 
-def _fmt(seconds: float) -> str:
-  if seconds >= 1:
-    return f"{seconds:.2f} s"
-  if seconds >= 1e-3:
-    return f"{seconds * 1e3:.2f} ms"
-  return f"{seconds * 1e6:.1f} µs"
-
-
 def table(runs: list[dict]) -> str:
   """The markdown table of the benchmark processes `runs`."""
   by: dict[str, list[dict]] = {}
@@ -366,7 +361,7 @@ def table(runs: list[dict]) -> str:
   for name in f0["results"]:
     u = min(r["results"][name] for r in up)
     f = min(r["results"][name] for r in fork)
-    lines.append(f"| {name} | {_fmt(u)} | {_fmt(f)} | {f / u:.3f} |")
+    lines.append(f"| {name} | {fmt_time(u)} | {fmt_time(f)} | {f / u:.3f} |")
   lines += ["", "| where it lands | upstream | fork |", "|---|---|---|"]
   for name in f0["facts"]:
     lines.append(f"| {name} | {up[0]['facts'][name]} | {f0['facts'][name]} |")
