@@ -30,6 +30,27 @@ def _name(device):
   return f"{device.platform}:{device.id}"
 
 
+def default_accelerator():
+  """(the default device, the CPU device beside it, None), or (None, None, why).
+
+  `why` says that the default device is a CPU, or that no CPU device is
+  beside the accelerator (JAX_PLATFORMS names its platform alone).
+  tests/heterogeneous_test.py picks its devices with it too.
+  """
+  import jax
+  accel = jax.devices()[0]
+  if accel.platform == "cpu":
+    return None, None, f"no accelerator: the default device is {_name(accel)}"
+  try:
+    cpu = jax.devices("cpu")[0]
+  except RuntimeError as e:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return None, None, (f"no CPU device beside the {accel.platform.upper()}: "
+                        f"jax.devices('cpu') raised {type(e).__name__}: "
+                        f"{first}")
+  return accel, cpu, None
+
+
 def cases(accel, cpu):
   """(case, thunk, expected device, expected committed) rows."""
   import jax
@@ -120,19 +141,17 @@ def main():
     print(wrap(f"simulated: {_name(accel)} (the default device) stands for "
                f"the accelerator, {_name(cpu)} for the CPU"))
   else:
-    accel = jax.devices()[0]
-    if accel.platform == "cpu":
+    accel, cpu, why = default_accelerator()
+    if why is not None:
       platforms = os.environ.get("JAX_PLATFORMS")
-      print(wrap(f"no accelerator: skipped (the default device is "
-                 f"{_name(accel)}; JAX_PLATFORMS "
-                 f"{'unset' if platforms is None else repr(platforms)}). "
-                 "--simulate runs the checks on virtual CPU devices."))
-      return 0
-    try:
-      cpu = jax.devices("cpu")[0]
-    except RuntimeError as e:
-      print(wrap(f"FAIL: no CPU device ({str(e).strip()}); leave "
-                 f"JAX_PLATFORMS unset or name {accel.platform},cpu"))
+      platforms = "unset" if platforms is None else repr(platforms)
+      default = jax.devices()[0]
+      if default.platform == "cpu":
+        print(wrap(f"skipped: {why} (JAX_PLATFORMS {platforms}). --simulate "
+                   "runs the checks on virtual CPU devices."))
+        return 0
+      print(wrap(f"FAIL: {why}; leave JAX_PLATFORMS ({platforms}) unset or "
+                 f"name {default.platform},cpu"))
       return 1
     print(wrap(f"default device {_name(accel)}: a {accel.platform.upper()}, "
                f"{accel.device_kind}; CPU {_name(cpu)}"))

@@ -12,6 +12,8 @@
 # default device) standing for the accelerator and cpu:3 for the CPU.
 
 import os
+from pathlib import Path
+import sys
 
 from absl.testing import absltest
 import numpy as np
@@ -25,19 +27,9 @@ from jax._src import test_util as jtu
 config.parse_flags_with_absl()
 jtu.request_cpu_devices(8)
 
-
-def _default_accelerator():
-  """Returns (the default device, None) when it is no CPU, else (None, why)."""
-  default = jax.devices()[0]
-  if default.platform == "cpu":
-    return None, f"no accelerator: the default device is {default}"
-  try:
-    jax.devices("cpu")
-  except RuntimeError as e:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return None, (f"no CPU device beside the {default.platform.upper()}: "
-                  f"jax.devices('cpu') raised {type(e).__name__}: {first}")
-  return default, None
+# The example picks the devices: one choice of the accelerator for both.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import heterogeneous  # noqa: E402
 
 
 class HeterogeneousTest(jtu.JaxTestCase):
@@ -45,14 +37,14 @@ class HeterogeneousTest(jtu.JaxTestCase):
 
   def pick_devices(self):
     """Returns (the default accelerator, the CPU device), or skips."""
-    accel, why = _default_accelerator()
+    accel, cpu, why = heterogeneous.default_accelerator()
     if why:
       platforms = os.environ.get("JAX_PLATFORMS")
       self.skipTest(why + (f" (JAX_PLATFORMS={platforms!r}: on a machine with "
                            "an accelerator run with it unset, or naming the "
                            "accelerator's platform and cpu)"
                            if platforms else ""))
-    return accel, jax.devices("cpu")[0]
+    return accel, cpu
 
   def setUp(self):
     super().setUp()
