@@ -9,9 +9,9 @@ jax from the pinned, verified PyPI wheel, and the files of upstream's tests/
 that the series changes, from `tests_commit` (upstream.toml) of JAX, a
 jax-ml/jax clone or bare git directory (tag `upstream`); then one commit per
 patch in patches/, in order (applied with `git am`). The series is the whole
-change: a new module (jax/_src/device_tracing.py, device_stages.py) or test
-file (tests/*_test.py) enters with the patch that first needs it, and later
-patches add to it. Without --jax-repo the hunks of upstream's test files are
+change: a new module (jax/_src/device_tracing.py and the others of
+docs/design.md, "Where it lives") or test file (tests/*_test.py) enters with
+the patch that first needs it, and later patches add to it. Without --jax-repo the hunks of upstream's test files are
 left out (`--without-upstream-tests`), and such a tree cannot be exported.
 
 Edit files and commit. To fold a change into an earlier patch, commit it as
